@@ -1,0 +1,36 @@
+"""Loading a KG from config: MatKG release files, generic CSV, or the calibrated synthetic MatKG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+from hygrail.kg import KG, DataError, Schema
+
+
+def load_kg(cfg: Mapping) -> KG:
+    """Build the KG a ``conf/data/*.yaml`` describes (then an optional type-preserving subgraph)."""
+    schema = Schema.from_config(cfg["schema"])
+    loader = cfg["loader"]
+    if loader == "synthetic":
+        from hygrail.data.synthetic import generate
+
+        kg = generate(schema, cfg)
+    elif loader == "matkg":
+        from hygrail.data.matkg import load_matkg
+
+        root = Path(cfg["path"])
+        years = root / cfg["entptnerdoi"] if cfg.get("entptnerdoi") else None
+        kg = load_matkg(root / cfg["subrelobj"], schema, years if years and years.exists() else None)
+    elif loader == "csv":
+        from hygrail.data.csv import load_csv
+
+        root = Path(cfg["path"])
+        kg = load_csv(root / cfg["nodes"], root / cfg["edges"], schema)
+    else:
+        raise DataError(f"data.loader={loader!r}; expected one of synthetic, matkg, csv")
+    if cfg.get("subgraph_nodes"):
+        from hygrail.data.subgraph import sample_subgraph
+
+        kg = sample_subgraph(kg, int(cfg["subgraph_nodes"]), seed=int(cfg.get("subgraph_seed", 42)))
+    return kg

@@ -1,0 +1,238 @@
+"""Paper §2.1: a weighted heterogeneous knowledge graph G = (V, E, phi, psi, c).
+
+Nodes are identified by (type, name); edges are undirected, typed by the unordered pair of their
+endpoint types, and carry a support count c >= 1 and a year (earliest paper; -1 when unknown).
+The schema (node types, hypothesis relations, evidence edge-type sets) comes from config, so
+nothing here knows about MatKG.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Mapping
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+
+NO_YEAR = -1
+
+
+class DataError(ValueError):
+    """Bad user input (file, row, option). Printed as one line, never with a traceback."""
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A hypothesis relation r with endpoint types t_u(r), t_v(r) (paper §2.2)."""
+
+    name: str
+    src: str
+    dst: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.src}-{self.dst}"
+
+
+@dataclass(frozen=True)
+class Schema:
+    node_types: tuple[str, ...]
+    relations: Mapping[str, Relation] = field(default_factory=dict)
+    # node type -> edge types ("CHM-PRO") whose edges describe a node of that type (paper Table 7)
+    evidence: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    display: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, cfg: Mapping) -> "Schema":
+        node_types = tuple(cfg["node_types"])
+        relations = {
+            name: Relation(name, str(r["src"]), str(r["dst"]))
+            for name, r in (cfg.get("relations") or {}).items()
+        }
+        evidence = {t: tuple(v) for t, v in (cfg.get("evidence") or {}).items()}
+        schema = cls(node_types, relations, evidence, dict(cfg.get("display") or {}))
+        schema.validate()
+        return schema
+
+    def validate(self) -> None:
+        known = set(self.node_types)
+        if len(known) != len(self.node_types):
+            raise DataError(f"schema: node_types has duplicates: {list(self.node_types)}")
+        for r in self.relations.values():
+            for t in (r.src, r.dst):
+                if t not in known:
+                    raise DataError(
+                        f"schema: relation {r.name!r} uses node type {t!r}; expected one of {sorted(known)}"
+                    )
+        for t, etypes in self.evidence.items():
+            if t not in known:
+                raise DataError(f"schema: evidence set for unknown node type {t!r}")
+            for e in etypes:
+                a, _, b = e.partition("-")
+                if a != t or b not in known:
+                    raise DataError(
+                        f"schema: evidence edge type {e!r} for {t} must look like '{t}-<type>' with a known type"
+                    )
+
+    def edge_type(self, a: str, b: str) -> str:
+        """Canonical name of the undirected edge type between node types a and b."""
+        ia, ib = self.node_types.index(a), self.node_types.index(b)
+        return f"{a}-{b}" if ia <= ib else f"{b}-{a}"
+
+    def canonical(self, edge_type: str) -> str:
+        a, _, b = edge_type.partition("-")
+        return self.edge_type(a, b)
+
+    def relation(self, name: str) -> Relation:
+        try:
+            return self.relations[name]
+        except KeyError:
+            raise DataError(
+                f"relation={name!r} is not a hypothesis relation of this KG; expected one of {sorted(self.relations)}"
+            ) from None
+
+    def display_name(self, node_type: str) -> str:
+        return self.display.get(node_type, node_type)
+
+
+class KG:
+    """Typed nodes and undirected typed weighted edges, with a CSR adjacency built once.
+
+    ``nodes``: id (0..N-1, row order), name, type.  ``edges``: u < v node ids, type (canonical edge
+    type), count >= 1, year.  Node ids are positions, so every derived graph (e.g. the training
+    graph of a split) shares the node indexing of the graph it came from.
+    """
+
+    def __init__(self, schema: Schema, nodes: pl.DataFrame, edges: pl.DataFrame):
+        self.schema = schema
+        self.nodes = nodes.select(
+            pl.int_range(pl.len(), dtype=pl.Int64).alias("id"),
+            pl.col("name").cast(pl.String),
+            pl.col("type").cast(pl.String),
+        )
+        u, v = edges["u"].cast(pl.Int64), edges["v"].cast(pl.Int64)
+        self.edges = pl.DataFrame(
+            {
+                "u": pl.select(pl.min_horizontal(u, v)).to_series(),
+                "v": pl.select(pl.max_horizontal(u, v)).to_series(),
+                "type": edges["type"].cast(pl.String),
+                "count": edges["count"].cast(pl.Int64),
+                "year": (edges["year"] if "year" in edges.columns else pl.Series([NO_YEAR] * len(edges)))
+                .cast(pl.Int32)
+                .fill_null(NO_YEAR),
+            }
+        )
+
+    # -- basic views -------------------------------------------------------------------------
+    @property
+    def num_nodes(self) -> int:
+        return self.nodes.height
+
+    @property
+    def num_edges(self) -> int:
+        return self.edges.height
+
+    @cached_property
+    def node_types(self) -> np.ndarray:
+        """Type index (into schema.node_types) per node."""
+        lookup = {t: i for i, t in enumerate(self.schema.node_types)}
+        return np.array([lookup[t] for t in self.nodes["type"].to_list()], dtype=np.int64)
+
+    @cached_property
+    def names(self) -> list[str]:
+        return self.nodes["name"].to_list()
+
+    @cached_property
+    def edge_types(self) -> tuple[str, ...]:
+        """Edge types present, in a stable (sorted) order: the index used by ``edge_type_ids``."""
+        return tuple(sorted(self.edges["type"].unique().to_list()))
+
+    @cached_property
+    def edge_type_ids(self) -> np.ndarray:
+        lookup = {t: i for i, t in enumerate(self.edge_types)}
+        return np.array([lookup[t] for t in self.edges["type"].to_list()], dtype=np.int64)
+
+    @cached_property
+    def _index(self) -> dict[tuple[str, str], int]:
+        return {(t, n): i for i, (n, t) in enumerate(zip(self.names, self.nodes["type"].to_list()))}
+
+    def node_id(self, node_type: str, name: str) -> int:
+        try:
+            return self._index[(node_type, name)]
+        except KeyError:
+            raise DataError(f"no node {name!r} of type {node_type}") from None
+
+    def nodes_of_type(self, node_type: str) -> np.ndarray:
+        return np.flatnonzero(self.node_types == self.schema.node_types.index(node_type))
+
+    def label(self, node: int) -> str:
+        return self.names[node]
+
+    def type_of(self, node: int) -> str:
+        return self.schema.node_types[self.node_types[node]]
+
+    # -- adjacency -----------------------------------------------------------------------------
+    @cached_property
+    def adjacency(self) -> sp.csr_matrix:
+        """Symmetric N×N CSR whose data are edge ids + 1 (0 means no edge).
+
+        One matrix serves neighbourhood queries (indptr slices), edge lookup and path counting.
+        """
+        n, m = self.num_nodes, self.num_edges
+        u, v = self.edges["u"].to_numpy(), self.edges["v"].to_numpy()
+        ids = np.arange(1, m + 1, dtype=np.int64)
+        mat = sp.csr_matrix(
+            (np.concatenate([ids, ids]), (np.concatenate([u, v]), np.concatenate([v, u]))), shape=(n, n)
+        )
+        mat.sort_indices()
+        return mat
+
+    def neighbors(self, node: int) -> tuple[np.ndarray, np.ndarray]:
+        """(neighbour ids, edge ids) of a node."""
+        a = self.adjacency
+        s, e = a.indptr[node], a.indptr[node + 1]
+        return a.indices[s:e], a.data[s:e] - 1
+
+    def edge_id(self, u: int, v: int) -> int:
+        """Edge id between u and v, or -1."""
+        return int(self.adjacency[u, v]) - 1
+
+    def has_edges(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Vectorised membership test for node pairs."""
+        if len(u) == 0:
+            return np.zeros(0, dtype=bool)
+        return np.asarray(self.adjacency[np.asarray(u), np.asarray(v)]).ravel() > 0
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        return self.edges["count"].to_numpy()
+
+    @cached_property
+    def degree(self) -> np.ndarray:
+        return np.diff(self.adjacency.indptr)
+
+    # -- derived graphs ----------------------------------------------------------------------
+    def without_edges(self, edge_ids: np.ndarray) -> "KG":
+        """Same nodes (same ids), minus the given edges: e.g. the training graph of a split."""
+        keep = np.ones(self.num_edges, dtype=bool)
+        keep[np.asarray(edge_ids, dtype=np.int64)] = False
+        return KG(self.schema, self.nodes, self.edges.filter(pl.Series(keep)))
+
+    def relation_edges(self, relation: Relation) -> pl.DataFrame:
+        """Edges of a hypothesis relation, oriented src -> dst, with their edge ids."""
+        etype = self.schema.edge_type(relation.src, relation.dst)
+        src_idx = self.schema.node_types.index(relation.src)
+        tmp = self.edges.with_row_index("edge_id").filter(pl.col("type") == etype)
+        u_is_src = pl.Series(self.node_types[tmp["u"].to_numpy()] == src_idx)
+        return tmp.select(
+            "edge_id",
+            pl.when(u_is_src).then(pl.col("u")).otherwise(pl.col("v")).alias("src"),
+            pl.when(u_is_src).then(pl.col("v")).otherwise(pl.col("u")).alias("dst"),
+            "count",
+            "year",
+        )
+
+    def __repr__(self) -> str:
+        return f"KG({self.num_nodes} nodes, {self.num_edges} edges, {len(self.edge_types)} edge types)"
