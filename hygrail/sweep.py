@@ -32,7 +32,31 @@ def stats(cfg: DictConfig) -> dict:
     return figures | {"splits": splits}
 
 
-TASKS = {"stats": stats}
+def run(cfg: DictConfig) -> dict:
+    """One cell: train/score (cached), route, review (cached), calibrate, log to MLflow."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from hygrail import tracking
+    from hygrail.pipeline import run_cell
+
+    if cfg.resume and (done := tracking.finished_run(cfg)):
+        print(f"cell {tracking.method_label(cfg)} already finished as MLflow run {done}; skipping (resume=false reruns it)")
+        return {}
+    hc = HydraConfig.get()
+    sweep = hc.sweep.dir if hc.mode.name == "MULTIRUN" else hc.run.dir
+    result = run_cell(cfg)
+    run_id = tracking.log_cell(cfg, result, sweep)
+    m = result.metrics
+    print(
+        f"{cfg.relation.name} {cfg.backbone.name} {tracking.method_label(cfg)}: "
+        f"GNN P/R/F1 {m['gnn_test_precision']:.3f}/{m['gnn_test_recall']:.3f}/{m['gnn_test_f1']:.3f} | "
+        f"method P/R/F1 {m['test_precision']:.3f}/{m['test_recall']:.3f}/{m['test_f1']:.3f} | "
+        f"test call rate {m['test_call_rate']:.1%} | MLflow run {run_id}"
+    )
+    return m
+
+
+TASKS = {"stats": stats, "run": run}
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")

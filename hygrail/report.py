@@ -1,0 +1,233 @@
+"""Paper §5 tables and figures, regenerated from the MLflow store.
+
+``python -m hygrail.report [--uri URI] [--experiment NAME ...] [--out DIR]`` writes Table 2
+(recall/F1 per method x LLM x backbone), Table 3 (call rate and reduction per backbone) as markdown
+and CSV, and Figs. 2-4 plus F1 vs call rate across (m, n) as PNG.
+
+Pooling: the paper's Table 3 average (45.64%) is the plain mean of its three backbone rows, so its
+numbers are means over cells; we therefore pool by macro-averaging per-relation test metrics
+(``pool=macro``, the default). ``pool=micro`` recomputes precision/recall/F1 from the summed test
+confusion counts of all relations instead. With several seeds, cells show mean ± std over seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # figures are files; no display on servers
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+
+
+def score_figure(predictions: pl.DataFrame, band: tuple[float, float] | None, threshold: float | None):
+    """Paper Fig. 2: validation score distribution by label, with the routed band [a*, b*]."""
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    val = predictions.filter(pl.col("split") == "val")
+    bins = np.linspace(0, 1, 41)
+    for label, colour, name in ((0, "tab:blue", "negative"), (1, "tab:red", "positive")):
+        s = val.filter(pl.col("label") == label)["score"].to_numpy()
+        ax.hist(s, bins=bins, alpha=0.6, color=colour, label=f"{name} ({len(s)})", density=True)
+    if band is not None:
+        ax.axvspan(band[0], band[1], color="grey", alpha=0.2, label=f"routed [{band[0]:.3f}, {band[1]:.3f}]")
+    if threshold is not None:
+        ax.axvline(threshold, color="black", ls="--", lw=1, label=f"GNN F1 threshold {threshold:.3f}")
+    ax.set_xlabel("GNN score")
+    ax.set_ylabel("density (validation)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+LABELS = ("GNN", "HyGRAIL-NE", "HyGRAIL-Auto", "HyGRAIL-LLM")
+
+
+def load_runs(uri: str, experiments: list[str]) -> pl.DataFrame:
+    """Finished runs of the named experiments, one row per run, newest first per cell."""
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    ids = [e.experiment_id for name in experiments if (e := mlflow.get_experiment_by_name(name))]
+    if not ids:
+        raise SystemExit(f"error: no MLflow experiment named {experiments} in {uri}; run a sweep first")
+    runs = mlflow.search_runs(ids, filter_string="attributes.status = 'FINISHED'", output_format="list")
+    rows = []
+    for r in runs:
+        row = {"run_id": r.info.run_id, "start": r.info.start_time, **{f"tag.{k}": v for k, v in r.data.tags.items()}}
+        row |= {f"param.{k}": v for k, v in r.data.params.items()}
+        row |= {k: float(v) for k, v in r.data.metrics.items()}
+        rows.append(row)
+    df = pl.DataFrame(rows, infer_schema_length=None)
+    # A cell rerun with resume=false leaves two runs with one cell_key: keep the newest.
+    return df.sort("start", descending=True).unique("tag.cell_key", keep="first", maintain_order=True)
+
+
+def pool(runs: pl.DataFrame, keys: list[str], how: str = "macro") -> pl.DataFrame:
+    """Test recall/F1/call rate per ``keys``: pooled over relations per seed, then mean ± std over seeds."""
+    seed = "param.seed"
+    per_seed_keys = keys + [seed]
+    if how == "macro":
+        per_seed = runs.group_by(per_seed_keys).agg(
+            pl.col("test_recall").mean(), pl.col("test_f1").mean(), pl.col("test_call_rate").mean(),
+            pl.col("tag.relation").n_unique().alias("relations"),
+        )
+    elif how == "micro":
+        per_seed = runs.group_by(per_seed_keys).agg(
+            pl.col("test_tp").sum(), pl.col("test_fp").sum(), pl.col("test_fn").sum(),
+            pl.col("test_call_rate").mean(), pl.col("tag.relation").n_unique().alias("relations"),
+        ).with_columns(
+            (pl.col("test_tp") / (pl.col("test_tp") + pl.col("test_fn"))).fill_nan(0).alias("test_recall"),
+            (2 * pl.col("test_tp") / (2 * pl.col("test_tp") + pl.col("test_fp") + pl.col("test_fn"))).fill_nan(0).alias("test_f1"),
+        )
+    else:
+        raise SystemExit(f"error: pool={how!r}; expected macro or micro")
+    return per_seed.group_by(keys).agg(
+        *[pl.col(c).mean().alias(c) for c in ("test_recall", "test_f1", "test_call_rate")],
+        *[pl.col(c).std().fill_null(0).alias(f"{c}_std") for c in ("test_recall", "test_f1", "test_call_rate")],
+        pl.len().alias("seeds"),
+        pl.col("relations").min(),
+    ).sort(keys)
+
+
+def _cell(row: dict | None, metric: str) -> str:
+    if row is None:
+        return "–"
+    if row["seeds"] > 1:
+        return f"{row[metric]:.3f} ± {row[metric + '_std']:.3f}"
+    return f"{row[metric]:.3f}"
+
+
+def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
+    """Paper Table 2: rows method per backbone block, columns (Rec., F1) per LLM."""
+    llms = sorted(runs.filter(pl.col("tag.method") != "gnn_only")["tag.llm"].unique().drop_nulls().to_list())
+    hy = pool(runs.filter(pl.col("tag.method") == "hygrail"), ["tag.method_label", "tag.backbone", "tag.llm"], how)
+    gnn = pool(runs.filter(pl.col("tag.method") == "gnn_only"), ["tag.backbone"], how)
+    kgfm = pool(runs.filter(pl.col("tag.method") == "kgfm"), ["tag.llm"], how) if "kgfm" in runs["tag.method"] else None
+    tsh = pool(runs.filter(pl.col("tag.method") == "tsh"), ["tag.method"], how) if "tsh" in runs["tag.method"] else None
+    head = "| Method | " + " | ".join(f"{m} Rec. | {m} F1" for m in llms) + " |"
+    sep = "|---" * (1 + 2 * len(llms)) + "|"
+    lines, flat = [], []
+
+    def row(label: str, cells: list[dict | None], block: str):
+        lines.append(f"| {label} | " + " | ".join(f"{_cell(c, 'test_recall')} | {_cell(c, 'test_f1')}" for c in cells) + " |")
+        for llm, c in zip(llms, cells):
+            if c is not None:
+                flat.append({"block": block, "method": label, "llm": llm} | {k: c[k] for k in c if k.startswith("test_")} | {"seeds": c["seeds"], "relations": c["relations"]})
+
+    def find(df, **eq):
+        if df is None:
+            return None
+        for r in df.iter_rows(named=True):
+            if all(r[k] == v for k, v in eq.items()):
+                return r
+        return None
+
+    if tsh is not None or kgfm is not None:
+        lines += ["**Prior baselines**", "", head, sep]
+        if tsh is not None:
+            row("TSH", [find(tsh)] * len(llms), "baselines")
+        if kgfm is not None:
+            row("KG-FM", [find(kgfm, **{"tag.llm": m}) for m in llms], "baselines")
+        lines.append("")
+    for bb in sorted(set(hy["tag.backbone"].to_list()) | set(gnn["tag.backbone"].to_list())):
+        lines += [f"**GNN backbone: {bb}**", "", head, sep]
+        g = find(gnn, **{"tag.backbone": bb})
+        if g is not None:
+            row("GNN", [g] * len(llms), bb)
+        for label in LABELS[1:]:
+            cells = [find(hy, **{"tag.method_label": label, "tag.backbone": bb, "tag.llm": m}) for m in llms]
+            if any(cells):
+                row(label, cells, bb)
+        lines.append("")
+    return "\n".join(lines), pl.DataFrame(flat)
+
+
+def table3(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
+    """Paper Table 3: test LLM call rate and reduction per backbone (routing depends on the GNN only)."""
+    df = pool(runs.filter(pl.col("tag.method") == "hygrail"), ["tag.backbone"], how).select(
+        pl.col("tag.backbone").alias("backbone"), "test_call_rate", (1 - pl.col("test_call_rate")).alias("reduction")
+    )
+    lines = ["| GNN backbone | LLM call rate | Reduction |", "|---|---|---|"]
+    lines += [f"| {r['backbone']} | {r['test_call_rate']:.2%} | {r['reduction']:.2%} |" for r in df.iter_rows(named=True)]
+    if df.height:
+        lines.append(f"| mean | {df['test_call_rate'].mean():.2%} | {df['reduction'].mean():.2%} |")
+    return "\n".join(lines), df
+
+
+def ablation_figure(runs: pl.DataFrame, param: str, xlabel: str, title: str, kind: str = "line"):
+    """Figs. 3/4: test F1 against an evidence knob, one series per LLM (HGT in the paper)."""
+    df = runs.filter(pl.col("tag.method") == "hygrail").group_by("tag.llm", f"param.{param}").agg(pl.col("test_f1").mean())
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for i, (llm,) in enumerate(sorted(df.select("tag.llm").unique().iter_rows())):
+        part = df.filter(pl.col("tag.llm") == llm).sort(f"param.{param}")
+        xs, ys = part[f"param.{param}"].to_list(), part["test_f1"].to_list()
+        if kind == "line":
+            ax.plot([float(x) for x in xs], ys, marker="o", label=llm)
+        else:
+            width = 0.8 / max(1, df["tag.llm"].n_unique())
+            ax.bar(np.arange(len(xs)) + i * width, ys, width=width, label=llm)
+            ax.set_xticks(np.arange(len(xs)) + 0.4 - width / 2, xs)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("test F1")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def purity_figure(runs: pl.DataFrame):
+    """F1 against LLM call rate across routing purities (m, n)."""
+    df = runs.filter(pl.col("tag.method") == "hygrail").group_by("param.routing.m", "param.routing.n").agg(
+        pl.col("test_f1").mean(), pl.col("test_call_rate").mean()
+    )
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.scatter(df["test_call_rate"].to_numpy(), df["test_f1"].to_numpy())
+    for r in df.iter_rows(named=True):
+        ax.annotate(f"m={r['param.routing.m']}, n={r['param.routing.n']}", (r["test_call_rate"], r["test_f1"]), fontsize=6)
+    ax.set_xlabel("test LLM call rate")
+    ax.set_ylabel("test F1")
+    fig.tight_layout()
+    return fig
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m hygrail.report", description=__doc__.splitlines()[0])
+    ap.add_argument("--uri", default=f"sqlite:///{Path('outputs/mlflow.db').resolve()}")
+    ap.add_argument("--experiment", action="append", help="MLflow experiment(s) for Tables 2-3 (default main_table)")
+    ap.add_argument("--pool", default="macro", choices=["macro", "micro"])
+    ap.add_argument("--out", type=Path, default=Path("outputs/report"))
+    ap.add_argument("--figures", action="store_true", help="also write the ablation figures from their experiments")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    runs = load_runs(args.uri, args.experiment or ["main_table"])
+    md2, t2 = table2(runs, args.pool)
+    md3, t3 = table3(runs, args.pool)
+    per_rel = []
+    for (rel,), part in runs.group_by("tag.relation"):
+        per_rel.append(f"## {rel}\n\n{table2(part, args.pool)[0]}")
+    (args.out / "table2.md").write_text(f"# Table 2 ({args.pool} over relations)\n\n{md2}\n\n# Per relation\n\n" + "\n".join(per_rel))
+    t2.write_csv(args.out / "table2.csv")
+    (args.out / "table3.md").write_text(f"# Table 3 ({args.pool} over relations)\n\n{md3}\n")
+    t3.write_csv(args.out / "table3.csv")
+    print(md2, "\n", md3, sep="\n")
+    if args.figures:
+        for exp, param, xlabel, fname, kind in (
+            ("ablation_budget", "evidence.budget", "evidence budget (x default)", "fig3_budget.png", "line"),
+            ("ablation_sides", "evidence.sides", "endpoint evidence", "fig4_sides.png", "bar"),
+        ):
+            try:
+                ablation_figure(load_runs(args.uri, [exp]), param, xlabel, exp, kind).savefig(args.out / fname, dpi=130)
+            except SystemExit as e:
+                print(f"skipped {fname}: {e}")
+        try:
+            purity_figure(load_runs(args.uri, ["ablation_purity"])).savefig(args.out / "f1_vs_call_rate.png", dpi=130)
+        except SystemExit as e:
+            print(f"skipped f1_vs_call_rate.png: {e}")
+    print(f"\nwrote {args.out}/table2.md, table3.md (+ .csv){' and figures' if args.figures else ''}")
+
+
+if __name__ == "__main__":
+    main()
