@@ -18,6 +18,7 @@ from typing import Mapping
 import numpy as np
 import polars as pl
 from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
 
 from hygrail.data import load_kg
 from hygrail.data.split import Split, temporal_split
@@ -136,29 +137,26 @@ class Reviewer:
 
         self.cfg, self.split, self.kg = cfg, split, kg
         self.mode = cfg.evidence.mode
-        self.templates = _plain(cfg.relation)
+        self.templates = _plain(cfg.relation)["templates"]
         self.evidence_cfg = _plain(cfg.evidence)
         self.client = ReviewClient(_plain(cfg.llm), Path(cfg.paths.cache) / "llm.sqlite")
 
     def review(self, part: pl.DataFrame, idx: np.ndarray, scores: np.ndarray, name: str):
-        from hygrail.evidence.naturalize import llm_naturalize, render
+        from hygrail.evidence.naturalize import render
         from hygrail.evidence.retrieve import retrieve
         from hygrail.review.client import ReviewRequest
 
-        src, dst = part["src"].to_numpy(), part["dst"].to_numpy()
+        src, dst, labels = part["src"].to_numpy(), part["dst"].to_numpy(), part["label"].to_numpy()
         requests, samples = [], []
-        for i in idx:
+        for i in tqdm(idx, desc=f"evidence ({name})", unit="hyp", disable=len(idx) < 50):
             ev = retrieve(self.split.train_graph, int(src[i]), int(dst[i]), self.split.relation, self.evidence_cfg)
-            statement = render(ev, "none", self.templates, None, self.evidence_cfg)
-            if self.mode == "none":
-                text = None
-            elif self.mode == "template":
-                text = render(ev, "template", self.templates, float(scores[i]), self.evidence_cfg)
-            else:
-                text = llm_naturalize(ev, self.templates, self.client.chat)
+            statement = render(ev, "none", self.templates)
+            text = None
+            if self.mode != "none":
+                text = render(ev, self.mode, self.templates, float(scores[i]), self.evidence_cfg, chat=self.client.chat)
             requests.append(ReviewRequest(hypothesis=statement, evidence=text))
-            samples.append({"split": name, "left": self.kg.label(int(src[i])), "right": self.kg.label(int(dst[i])),
-                            "score": float(scores[i]), "label": int(part["label"][int(i)]), "text": text or statement})
+            samples.append({"split": name, "left": ev.left.name, "right": ev.right.name, "score": float(scores[i]),
+                            "label": int(labels[i]), "hypothesis": statement, "evidence": text, "structured": ev.to_dict()})
         results = self.client.review_many(requests)
         for s, r in zip(samples, results):
             s |= {"review": r.review, "confidence": r.confidence, "reasoning": r.reasoning, "failure": r.failure}

@@ -1,0 +1,182 @@
+"""Paper §3.3 and App. D.2: structured evidence -> text for the reviewer.
+
+- ``none``: the hypothesis statement only (HyGRAIL-NE).
+- ``template`` (Auto-Naturalization): paper Table 9, in its order: hypothesis, header, left-entity
+  feature sentences, right-entity feature sentences, connecting-path sentences or the no-path
+  sentence, the optional convergence and contradiction sentences, then the GNN score line.
+- ``llm`` (LLM-Naturalization): an LLM rewrites the structured evidence (``llm_naturalize``); the
+  prompt is ``NATURALIZE_PROMPT`` below, the only place it lives.
+
+``templates`` is one relation's set (``conf/relation/<name>.yaml`` -> ``templates``), so a new KG
+or relation needs YAML, not code.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from hygrail.evidence.retrieve import Evidence, Feature, Finding, Path, score_contradictions
+
+MODES = ("none", "template", "llm")
+
+Chat = Callable[[list[dict]], str]
+
+# Paper §3.3: group related evidence, say what supports or weakens the hypothesis, keep graph facts
+# apart from background knowledge. Kept short: prompt tokens are the embedded reviewer's main cost.
+NATURALIZE_PROMPT = {
+    "system": (
+        "You summarise knowledge-graph evidence about a scientific hypothesis for an expert reviewer. "
+        "You are faithful to the evidence: never invent graph facts, counts or scores."
+    ),
+    "user": (
+        "Hypothesis: {hypothesis}\n\n"
+        "Evidence retrieved from the knowledge graph (count = number of papers supporting an association; "
+        "norm = its share among the entity's associations of that type; path score in [0, 1], higher is "
+        "stronger; a hub is a generic, highly connected node):\n"
+        "{evidence}\n\n"
+        "Write a concise summary of this evidence (at most {max_words} words):\n"
+        "1. Group logically related evidence (for example shared properties or applications) instead of "
+        "listing items one by one.\n"
+        "2. Explain which evidence supports the hypothesis and which weakens it.\n"
+        "3. Start with 'Graph evidence:' and state only what the evidence above contains. Then, only if "
+        "highly relevant, add 'Background knowledge (not from the graph):' with established domain "
+        "knowledge you are confident of.\n"
+        "Do not give a verdict on the hypothesis."
+    ),
+    "max_words": 180,
+}
+
+
+def render(
+    evidence: Evidence,
+    mode: str,
+    templates: Mapping,
+    score: float | None = None,
+    cfg: Mapping | None = None,
+    chat: Chat | None = None,
+) -> str:
+    """Text for one hypothesis in naturalization ``mode``; ``chat`` is needed for ``llm`` only."""
+    if mode == "none":
+        return hypothesis(evidence, templates)
+    if mode == "template":
+        return compose(evidence, templates, template_sentences(evidence, templates, score, cfg), score)
+    if mode == "llm":
+        if chat is None:
+            raise ValueError("evidence mode 'llm' needs a chat callable (messages -> reply text)")
+        return llm_naturalize(evidence, templates, chat, score, cfg)
+    raise ValueError(f"evidence mode {mode!r}; expected one of {', '.join(MODES)}")
+
+
+def hypothesis(ev: Evidence, t: Mapping) -> str:
+    return t["hypothesis"].format(left=ev.left.name, right=ev.right.name)
+
+
+def compose(ev: Evidence, t: Mapping, sentences: list[str], score: float | None) -> str:
+    """Table 9 "Full Structure" around already rendered evidence sentences."""
+    text = t["layout"].format(
+        hypothesis=hypothesis(ev, t), left=ev.left.name, right=ev.right.name, sentences="\n".join(sentences)
+    )
+    return text if score is None else f"{text}\n{t['score'].format(score=score)}"
+
+
+def sentence(text: str) -> str:
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def feature_sentence(ev: Evidence, entity: str, f: Feature, styles: Mapping) -> str:
+    return sentence(
+        styles[f.style].format(
+            entity=entity,
+            feature=f.name,
+            feature_type=ev.type_name(f.node_type),
+            norm=f.weight,
+            count=f.count,
+            score=f.score,
+        )
+    )
+
+
+def path_sentence(p: Path, t: Mapping) -> str:
+    style = "hub" if p.hub else p.strength
+    return sentence(
+        t["paths"][style].format(
+            left=p.names[0], right=p.names[-1], intermediate=t["intermediate_join"].join(p.intermediates), score=p.score
+        )
+    )
+
+
+def mechanisms(f: Finding) -> str:
+    return f"{f.detail['via']}: {', '.join(f.detail['intermediates'])}"
+
+
+def contradiction_text(f: Finding, t: Mapping) -> str:
+    d = dict(f.detail)
+    if "competitors" in d:
+        d["competitors"] = ", ".join(d["competitors"])
+    if "via" in d:
+        d["via"] = t["intermediate_join"].join(d["via"])
+    return t["contradictions"][f.kind].format(**d)
+
+
+def template_sentences(ev: Evidence, t: Mapping, score: float | None, cfg: Mapping | None) -> list[str]:
+    out = [feature_sentence(ev, ev.left.name, f, t["left_features"]) for f in ev.left.features]
+    out += [feature_sentence(ev, ev.right.name, f, t["right_features"]) for f in ev.right.features]
+    if ev.paths:
+        out += [path_sentence(p, t) for p in ev.paths]
+    else:
+        out.append(sentence(t["no_path"].format(left=ev.left.name, right=ev.right.name)))
+    if ev.convergence:
+        out.append(sentence(t["convergence"].format(mechanisms="; ".join(mechanisms(f) for f in ev.convergence))))
+    found = ev.contradictions + (score_contradictions(ev, score, cfg) if cfg is not None else [])
+    if found:
+        out.append(sentence(t["contradiction"].format(description="; ".join(contradiction_text(f, t) for f in found))))
+    return out
+
+
+# -- LLM-Naturalization ---------------------------------------------------------------------------
+def structured_lines(ev: Evidence, t: Mapping) -> list[str]:
+    """The evidence as compact typed lines: what the LLM naturalizer reads."""
+    lines = []
+    for side, e in (("Left", ev.left), ("Right", ev.right)):
+        lines.append(f"{side} entity: {e.name} ({ev.type_name(e.node_type)}, {e.degree} associations)")
+        lines += [
+            f"- {f.name} ({ev.type_name(f.node_type)}): count={f.count}, norm={f.weight:.2f}, "
+            f"{f.style.replace('_', '-')}"
+            for f in e.features
+        ]
+    lines.append("Connecting paths:" if ev.paths else "Connecting paths: none found")
+    for p in ev.paths:
+        chain = " — ".join(f"{n} ({ev.type_name(ty)})" for n, ty in zip(p.names, p.node_types))
+        flag = ", hub" if p.hub else ""
+        lines.append(f"- {chain} (score={p.score:.3f}, {p.strength}{flag})")
+    lines += [f"Convergence: {mechanisms(f)} ({f.detail['paths']} paths)" for f in ev.convergence]
+    lines += [f"Possible inconsistency: {contradiction_text(f, t)}" for f in ev.contradictions]
+    return lines
+
+
+def naturalize_messages(ev: Evidence, t: Mapping, prompt: Mapping = NATURALIZE_PROMPT) -> list[dict]:
+    user = prompt["user"].format(
+        hypothesis=hypothesis(ev, t), evidence="\n".join(structured_lines(ev, t)), max_words=prompt["max_words"]
+    )
+    return [{"role": "system", "content": prompt["system"]}, {"role": "user", "content": user}]
+
+
+def llm_naturalize(
+    evidence: Evidence,
+    templates: Mapping,
+    chat: Chat,
+    score: float | None = None,
+    cfg: Mapping | None = None,
+) -> str:
+    """LLM-Naturalization: the LLM's summary in Table 9's overall format (hypothesis, header, score).
+
+    Contradictions against the GNN score are added after the summary as in template mode, since the
+    naturalizer never sees the score.
+    """
+    summary = chat(naturalize_messages(evidence, templates)).strip()
+    extra = score_contradictions(evidence, score, cfg) if cfg is not None else []
+    sentences = [summary]
+    if extra:
+        desc = "; ".join(contradiction_text(f, templates) for f in extra)
+        sentences.append(sentence(templates["contradiction"].format(description=desc)))
+    return compose(evidence, templates, sentences, score)
