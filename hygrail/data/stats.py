@@ -67,7 +67,7 @@ def format_tables(stats: dict, splits: dict) -> str:
         rows.append(row)
     t6 = pl.DataFrame(rows)
     t6 = pl.concat([t6, t6.select(pl.lit("Total").alias("Hypothesis Type"), pl.exclude("Hypothesis Type").sum())])
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_type=True, tbl_width_chars=200):
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, tbl_width_chars=200):
         return (
             f"Table 4: node types ({n} nodes)\n{t4}\n\n"
             f"Table 5: edge types ({e} edges, density {stats['density']:.3e})\n{t5}\n\n"
