@@ -1,0 +1,320 @@
+"""One code path to every LLM: the `openai` client over an OpenAI-compatible /v1/chat/completions
+endpoint (vLLM on a GPU machine, or the embedded llama.cpp server), with bounded concurrency, a
+request timeout, retries with backoff, a persistent reply cache and per-call accounting.
+
+Retries are the openai client's own (`max_retries`): exponential backoff from 0.5 s to 8 s with
+jitter, honouring Retry-After, on connection errors, timeouts, 408/409/429 and 5xx. A call that
+still fails becomes a ReviewResult with `failure` set; nothing raises out of `review_many`.
+
+The API key is read from the environment variable the config names and handed only to the HTTP
+client: it is not part of the cached request, the returned config or any log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import httpx2  # openai's HTTP transport
+import openai
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+from hygrail.review.cache import ReplyCache, request_key
+from hygrail.review.contract import (
+    ParseError,
+    ReviewRequest,
+    ReviewResult,
+    p_yes_from_logprobs,
+    parse_review,
+    review_schema,
+    trim_logprobs,
+)
+from hygrail.review.prompts import STYLES, review_messages
+
+DEFAULTS: dict[str, Any] = {
+    "name": None,
+    "model": None,
+    "base_url": None,  # null + an `embedded` block: start the embedded server on first use
+    "api_key_env": None,  # name of the environment variable holding the key (never the key)
+    "max_tokens": 1024,
+    "temperature": 0.2,
+    "top_p": 0.9,
+    "timeout": 180.0,
+    "max_retries": 3,
+    "concurrency": 8,
+    "chat_template_kwargs": None,
+    "structured_output": "response_format",
+    "confidence": "stated",
+    "top_logprobs": 10,
+    "prompt": "full",
+    "reasoning_max_chars": None,
+    "embedded": None,
+    "serve": None,
+}
+STRUCTURED = ("response_format", "structured_outputs", "none")
+CONFIDENCE = ("stated", "logprob")
+_NO_KEY = "EMPTY"  # local vLLM / llama.cpp servers accept any key, the openai client wants one
+
+
+class LLMCallError(RuntimeError):
+    """A chat call that produced no reply (after retries)."""
+
+
+def llm_settings(llm_cfg: Mapping) -> dict:
+    """The llm config group merged over DEFAULTS and checked; interpolations resolved."""
+    if isinstance(llm_cfg, DictConfig):
+        llm_cfg = OmegaConf.to_container(llm_cfg, resolve=True, throw_on_missing=True)
+    cfg = {**DEFAULTS, **dict(llm_cfg)}
+    for key, allowed in (("structured_output", STRUCTURED), ("confidence", CONFIDENCE), ("prompt", STYLES)):
+        if cfg[key] not in allowed:
+            raise ValueError(f"llm.{key}={cfg[key]!r}: expected one of {allowed}")
+    if not cfg["model"]:
+        raise ValueError("llm.model is not set: expected the served model name")
+    if cfg["base_url"] is None and not cfg["embedded"]:
+        raise ValueError("llm.base_url is not set: expected the server's URL (e.g. http://127.0.0.1:8001/v1)")
+    if int(cfg["concurrency"]) < 1:
+        raise ValueError(f"llm.concurrency={cfg['concurrency']}: expected >= 1")
+    return cfg
+
+
+class ReviewClient:
+    """Reviews routed hypotheses and runs plain chats (LLM naturalization) against one model.
+
+    `review_many`/`chat`/`chat_many` are synchronous wrappers (asyncio.run); from inside a
+    running event loop use `areview_many`/`achat_many`."""
+
+    def __init__(self, llm_cfg: Mapping, cache_path: Path | str | None, *, progress: bool = True):
+        self.cfg = llm_settings(llm_cfg)
+        self.cache = ReplyCache(cache_path) if cache_path is not None else None
+        self.progress = progress
+        self._embedded = None
+        self._totals = dict.fromkeys(
+            ("requests", "calls", "cache_hits", "failures", "retries", "prompt_tokens",
+             "completion_tokens", "cached_tokens"), 0
+        )
+        self._seconds = {"seconds": 0.0, "wall_seconds": 0.0}
+
+    # ---- public API -------------------------------------------------------------------------
+
+    @property
+    def review_first(self) -> bool:
+        # P(yes) is read at the verdict token, so it must come before the free-text reasoning.
+        return self.cfg["confidence"] == "logprob"
+
+    def review_request(self, request: ReviewRequest) -> dict:
+        """The exact chat-completions request for one review (also its cache identity)."""
+        cfg = self.cfg
+        messages = review_messages(request, cfg["prompt"], self.review_first)
+        schema = review_schema(self.review_first, cfg["reasoning_max_chars"])
+        return self._request(messages, schema=schema, logprobs=cfg["confidence"] == "logprob")
+
+    def review_many(self, requests: Sequence[ReviewRequest]) -> list[ReviewResult]:
+        return asyncio.run(self.areview_many(requests))
+
+    async def areview_many(self, requests: Sequence[ReviewRequest]) -> list[ReviewResult]:
+        bodies = [self.review_request(r) for r in requests]
+        replies = await self._run(bodies, desc="review")
+        return [self._review_result(reply) for reply in replies]
+
+    def chat(self, messages: list[dict], max_tokens: int | None = None) -> str:
+        """One free-text completion; raises LLMCallError when no usable reply came back."""
+        reply = asyncio.run(self._run([self._request(messages, max_tokens=max_tokens)], desc=None))[0]
+        if reply.get("failure") or not reply.get("content"):
+            raise LLMCallError(f"{self.cfg['name'] or self.cfg['model']}: {reply.get('failure') or 'empty reply'}")
+        return reply["content"]
+
+    def chat_many(self, conversations: Sequence[list[dict]], max_tokens: int | None = None) -> list[str | None]:
+        """Free-text completions; None marks a call that failed (counted in usage()['failures'])."""
+        return asyncio.run(self.achat_many(conversations, max_tokens))
+
+    async def achat_many(self, conversations: Sequence[list[dict]], max_tokens: int | None = None) -> list[str | None]:
+        replies = await self._run([self._request(m, max_tokens=max_tokens) for m in conversations], desc="chat")
+        return [None if r.get("failure") else (r.get("content") or None) for r in replies]
+
+    def usage(self) -> dict:
+        """Totals for this client. Tokens and `seconds` (server time) count every request, cached
+        or not, so a resumed run reports the method's full cost; `calls`, `retries` and
+        `wall_seconds` are what this process actually spent."""
+        return {**self._totals, **{k: round(v, 3) for k, v in self._seconds.items()}}
+
+    def close(self) -> None:
+        if self._embedded is not None:
+            self._embedded.stop()
+            self._embedded = None
+        if self.cache is not None:
+            self.cache.close()
+
+    def __enter__(self) -> "ReviewClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---- requests ---------------------------------------------------------------------------
+
+    def _request(self, messages: list[dict], *, schema: dict | None = None, logprobs: bool = False,
+                 max_tokens: int | None = None) -> dict:
+        cfg = self.cfg
+        body: dict[str, Any] = {
+            "model": cfg["model"],
+            "messages": messages,
+            "temperature": cfg["temperature"],
+            "top_p": cfg["top_p"],
+            "max_tokens": int(max_tokens or cfg["max_tokens"]),
+        }
+        # Server-specific fields go straight into the JSON body (what openai's extra_body does):
+        # the body is the exact wire request, and its hash the cache key.
+        if cfg["chat_template_kwargs"]:
+            body["chat_template_kwargs"] = dict(cfg["chat_template_kwargs"])
+        if schema is not None and cfg["structured_output"] == "response_format":
+            # Accepted by vLLM and by llama.cpp's server (grammar built from the schema).
+            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "review", "schema": schema}}
+        elif schema is not None and cfg["structured_output"] == "structured_outputs":
+            body["structured_outputs"] = {"json": schema}  # vLLM >= 0.12 extra parameter
+        if logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = int(cfg["top_logprobs"])
+        return body
+
+    def _endpoint(self) -> str:
+        if self.cfg["base_url"]:
+            return self.cfg["base_url"]
+        if self._embedded is None:
+            from hygrail.review.embedded import EmbeddedServer
+
+            self._embedded = EmbeddedServer.from_config(self.cfg["embedded"]).start()
+        return self._embedded.base_url
+
+    def _api_key(self) -> str:
+        name = self.cfg["api_key_env"]
+        return (os.environ.get(name) if name else None) or _NO_KEY
+
+    async def _run(self, bodies: list[dict], desc: str | None) -> list[dict]:
+        """Replies for `bodies` in order: from the cache, else from the server (identical
+        requests are sent once). A reply dict has `failure` set when no reply came back."""
+        start = time.perf_counter()
+        keys = [request_key(b) for b in bodies]
+        replies: dict[str, dict] = {}
+        cached: set[str] = set()
+        if self.cache is not None:
+            for k in dict.fromkeys(keys):
+                hit = self.cache.get(k)
+                if hit is not None:
+                    replies[k] = hit
+                    cached.add(k)
+        todo = {k: b for k, b in zip(keys, bodies) if k not in replies}
+        bar = tqdm(total=len(bodies), desc=f"LLM {desc} ({self.cfg['name'] or self.cfg['model']})",
+                   unit=desc, disable=not (self.progress and desc), leave=False)
+        bar.update(len(bodies) - sum(k in todo for k in keys))
+        if todo:
+            sem = asyncio.Semaphore(int(self.cfg["concurrency"]))
+            async with openai.AsyncOpenAI(
+                base_url=self._endpoint(), api_key=self._api_key(),
+                timeout=float(self.cfg["timeout"]), max_retries=int(self.cfg["max_retries"]),
+            ) as client:
+
+                async def one(key: str, body: dict) -> None:
+                    async with sem:
+                        replies[key] = await self._call(client, key, body)
+                    bar.update(sum(k == key for k in keys))
+
+                await asyncio.gather(*(one(k, b) for k, b in todo.items()))
+        bar.close()
+        out = []
+        for k in keys:
+            reply = dict(replies[k])
+            reply["cache_hit"] = k in cached
+            reply["retries"] = reply.get("retries", 0) if k in todo else 0
+            self._account(reply)
+            out.append(reply)
+        self._seconds["wall_seconds"] += time.perf_counter() - start
+        return out
+
+    async def _call(self, client: openai.AsyncOpenAI, key: str, body: dict) -> dict:
+        cfg = self.cfg
+        retries_max = int(cfg["max_retries"])
+        # httpx's timeout bounds each read, so a server trickling bytes could run forever: bound
+        # the whole call by every attempt timing out plus the longest backoff between attempts.
+        deadline = float(cfg["timeout"]) * (retries_max + 1) + 8.0 * retries_max
+        t0 = time.perf_counter()
+        self._totals["calls"] += 1
+        try:
+            # client.post skips the SDK's typed-request transform (a third of its CPU per call);
+            # timeout, retries and backoff still apply.
+            response = await asyncio.wait_for(
+                client.post("/chat/completions", cast_to=httpx2.Response, body=body), deadline)
+            data = response.json()
+            retries = int(response.request.headers.get("x-stainless-retry-count", 0))
+            choice = data["choices"][0]
+            content = choice["message"].get("content") or ""
+        except (openai.APITimeoutError, asyncio.TimeoutError):
+            return {"failure": "timeout", "retries": retries_max, "latency": time.perf_counter() - t0}
+        except openai.APIConnectionError as e:
+            return {"failure": f"connection error: {e.__cause__ or e}", "retries": retries_max,
+                    "latency": time.perf_counter() - t0}
+        except openai.APIStatusError as e:
+            retryable = e.status_code in (408, 409, 429) or e.status_code >= 500
+            return {"failure": f"HTTP {e.status_code}", "retries": retries_max if retryable else 0,
+                    "latency": time.perf_counter() - t0}
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
+            return {"failure": f"bad response: {type(e).__name__}", "retries": 0, "latency": time.perf_counter() - t0}
+        usage = data.get("usage") or {}
+        details = usage.get("prompt_tokens_details") or {}
+        logprobs = (choice.get("logprobs") or {}).get("content") or []
+        reply = {
+            "content": content,
+            "finish_reason": choice.get("finish_reason"),
+            "prompt_tokens": int(usage.get("prompt_tokens") or 0),
+            "completion_tokens": int(usage.get("completion_tokens") or 0),
+            "cached_tokens": details.get("cached_tokens"),
+            "logprobs": trim_logprobs(logprobs) if body.get("logprobs") else None,
+            "latency": time.perf_counter() - t0,
+        }
+        if self.cache is not None:
+            self.cache.put(key, body, reply)
+        return {**reply, "retries": retries}
+
+    def _account(self, reply: dict) -> None:
+        t = self._totals
+        t["requests"] += 1
+        t["cache_hits"] += reply["cache_hit"]
+        t["retries"] += reply["retries"]
+        t["failures"] += bool(reply.get("failure"))
+        t["prompt_tokens"] += reply.get("prompt_tokens", 0)
+        t["completion_tokens"] += reply.get("completion_tokens", 0)
+        t["cached_tokens"] += reply.get("cached_tokens") or 0
+        self._seconds["seconds"] += reply.get("latency", 0.0)
+
+    def _review_result(self, reply: dict) -> ReviewResult:
+        meta = {
+            "raw": reply.get("content", ""),
+            "finish_reason": reply.get("finish_reason"),
+            "prompt_tokens": reply.get("prompt_tokens", 0),
+            "completion_tokens": reply.get("completion_tokens", 0),
+            "cached_tokens": reply.get("cached_tokens"),
+            "latency": reply.get("latency", 0.0),
+            "retries": reply["retries"],
+            "cache_hit": reply["cache_hit"],
+        }
+        if reply.get("failure"):
+            return ReviewResult(None, None, None, "", failure=reply["failure"], **meta)
+        try:
+            parsed = parse_review(meta["raw"])
+        except ParseError as e:
+            cut = " (cut off at max_tokens)" if meta["finish_reason"] == "length" else ""
+            self._totals["failures"] += 1
+            return ReviewResult(None, None, None, "", failure=f"unparseable reply: {e}{cut}", **meta)
+        confidence, source = parsed.confidence, "stated"
+        if self.cfg["confidence"] == "logprob":
+            p_yes = p_yes_from_logprobs(reply.get("logprobs") or [])
+            if p_yes is not None:
+                confidence, source = p_yes, "logprob"
+        if confidence is None:
+            self._totals["failures"] += 1
+            return ReviewResult(None, None, None, parsed.reasoning, failure="no readable confidence", **meta)
+        return ReviewResult(parsed.review, confidence, source, parsed.reasoning, failure=None,
+                            salvaged=parsed.salvaged, **meta)

