@@ -59,32 +59,54 @@ def review_order(scores: np.ndarray, candidates: np.ndarray, centre: float, budg
 
 
 def run_cell(cfg: DictConfig) -> CellResult:
-    from hygrail.triage.routing import f1_threshold, purity_interval, route
+    method = cfg.method.name
+    if method not in METHODS:
+        raise DataError(f"method={method!r}; expected one of {sorted(METHODS)}")
+    kg, split = build_split(cfg)
+    return METHODS[method](cfg, kg, split)
+
+
+def _labels(split: Split) -> tuple[np.ndarray, np.ndarray]:
+    return split.part("val")["label"].to_numpy(), split.part("test")["label"].to_numpy()
+
+
+def _thresholded(kg, split, s_val, s_test, threshold, prefix: str) -> tuple[dict, pl.DataFrame]:
+    """Metrics and predictions of a score model with a fixed val max-F1 threshold."""
+    y_val, y_test = _labels(split)
+    p_val, p_test = (s_val >= threshold).astype(int), (s_test >= threshold).astype(int)
+    metrics = {f"{prefix}threshold": threshold, **prf(y_test, p_test, f"{prefix}test_"), **prf(y_val, p_val, f"{prefix}val_")}
+    return metrics, _predictions(kg, split, s_val, s_test, p_val, p_test)
+
+
+def gnn_stage(cfg: DictConfig, kg: KG, split: Split):
+    """Paper §3.1: backbone scores (trained once per relation/backbone/seed, then cached) and the
+    GNN-only decision at the validation max-F1 threshold."""
+    from hygrail.triage.routing import f1_threshold
     from hygrail.triage.train import triage_scores
 
-    method = cfg.method.name
-    kg, split = build_split(cfg)
-    val, test = split.part("val"), split.part("test")
-    y_val, y_test = val["label"].to_numpy(), test["label"].to_numpy()
-    cache = Path(cfg.paths.cache)
+    scores = triage_scores(split, _plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage")
+    threshold = f1_threshold(scores.val, _labels(split)[0])
+    metrics, predictions = _thresholded(kg, split, scores.val, scores.test, threshold, "gnn_")
+    metrics |= {"gnn_fit_seconds": scores.fit_seconds, "gnn_cache_hit": float(scores.cache_hit)}
+    return scores, threshold, metrics, predictions
 
-    scores = triage_scores(split, _plain(cfg.backbone), int(cfg.seed), cache / "triage")
-    threshold = f1_threshold(scores.val, y_val)
-    gnn_val, gnn_test = (scores.val >= threshold).astype(int), (scores.test >= threshold).astype(int)
-    metrics = {
-        "gnn_threshold": threshold,
-        "gnn_fit_seconds": scores.fit_seconds,
-        "gnn_cache_hit": float(scores.cache_hit),
-        **prf(y_test, gnn_test, "gnn_test_"),
-        **prf(y_val, gnn_val, "gnn_val_"),
-    }
-    predictions = _predictions(kg, split, scores.val, scores.test, gnn_val, gnn_test)
-    if method == "gnn_only":
-        metrics |= prf(y_test, gnn_test, "test_") | {"test_call_rate": 0.0, "val_call_rate": 0.0}
-        return CellResult(metrics, predictions.with_columns(pl.col("gnn_pred").alias("pred")), gnn_threshold=threshold)
-    if method != "hygrail":
-        raise DataError(f"method={method!r}; expected one of gnn_only, hygrail")
 
+def run_gnn_only(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
+    _, threshold, metrics, predictions = gnn_stage(cfg, kg, split)
+    y_test = _labels(split)[1]
+    metrics |= prf(y_test, predictions.filter(pl.col("split") == "test")["gnn_pred"].to_numpy(), "test_")
+    metrics |= {"test_call_rate": 0.0, "val_call_rate": 0.0}
+    return CellResult(metrics, predictions.with_columns(pl.col("gnn_pred").alias("pred")), gnn_threshold=threshold)
+
+
+def run_hygrail(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
+    """Paper §3: triage band -> evidence -> text -> review -> gamma; the GNN decides outside the band."""
+    from hygrail.triage.routing import purity_interval, route
+
+    scores, threshold, metrics, predictions = gnn_stage(cfg, kg, split)
+    y_val, y_test = _labels(split)
+    gnn_val = predictions.filter(pl.col("split") == "val")["gnn_pred"].to_numpy()
+    gnn_test = predictions.filter(pl.col("split") == "test")["gnn_pred"].to_numpy()
     band = purity_interval(scores.val, y_val, float(cfg.routing.m), float(cfg.routing.n))
     r_val, r_test = route(scores.val, band), route(scores.test, band)
     budget = cfg.method.get("review_budget") or {}
@@ -100,49 +122,138 @@ def run_cell(cfg: DictConfig) -> CellResult:
         # routed but over the review budget: decided by the GNN-only threshold instead
         "test_routed_unreviewed": int(np.sum(r_test == -1)) - len(pick_test),
     }
-
-    reviewer = Reviewer(cfg, split, kg)
-    t0 = time.perf_counter()
-    res_val, samples_val = reviewer.review(val, pick_val, scores.val, "val")
-    res_test, samples_test = reviewer.review(test, pick_test, scores.test, "test")
-    from hygrail.review.calibrate import choose_gamma, decide
-
-    gamma = choose_gamma(res_val, y_val[pick_val])
-    on_failure = cfg.method.get("on_failure", "gnn")
-    final_val = _combine(r_val, gnn_val, pick_val, decide(res_val, gamma, gnn_val[pick_val], on_failure))
-    final_test = _combine(r_test, gnn_test, pick_test, decide(res_test, gamma, gnn_test[pick_test], on_failure))
-    usage = reviewer.client.usage()
-    metrics |= {"gamma": gamma, "llm_wall_seconds": time.perf_counter() - t0}
-    metrics |= {f"llm_{k}": float(v) for k, v in usage.items()}
-    metrics |= prf(y_test, final_test, "test_") | prf(y_val, final_val, "val_")
+    reviewer = Reviewer(cfg, split, kg, cfg.evidence.mode)
+    review = reviewer.run(split, pick_val, pick_test, scores.val, scores.test, gnn_val[pick_val], gnn_test[pick_test],
+                          base_val=np.where(r_val == -1, gnn_val, r_val))
+    final_val = _combine(r_val, gnn_val, pick_val, review.val_decision)
+    final_test = _combine(r_test, gnn_test, pick_test, review.test_decision)
+    metrics |= review.metrics | prf(y_test, final_test, "test_") | prf(y_val, final_val, "val_")
     predictions = predictions.with_columns(
         pl.Series("route", np.concatenate([r_val, r_test]).astype(np.int8)),
         pl.Series("pred", np.concatenate([final_val, final_test]).astype(np.int8)),
-        pl.Series("review", _column(len(val), pick_val, res_val, "review") + _column(len(test), pick_test, res_test, "review")),
-        pl.Series(
-            "confidence",
-            _column(len(val), pick_val, res_val, "confidence") + _column(len(test), pick_test, res_test, "confidence"),
-            dtype=pl.Float64,
-        ),
+        *review.columns(split),
     )
-    n_samples = int(cfg.get("log_samples", 20))
-    return CellResult(metrics, predictions, (samples_val + samples_test)[:n_samples], (band.a, band.b), threshold)
+    return CellResult(metrics, predictions, review.samples[: int(cfg.log_samples)], (band.a, band.b), threshold)
+
+
+def stratified_cap(labels: np.ndarray, cap: int | None, seed: int) -> np.ndarray:
+    """Indices of at most ``cap`` hypotheses keeping the positive rate (seeded); all when no cap."""
+    idx = np.arange(len(labels))
+    if cap is None or cap >= len(labels):
+        return idx
+    rng = np.random.default_rng(seed)
+    pos, neg = idx[labels == 1], idx[labels == 0]
+    n_pos = min(len(pos), max(1, round(cap * len(pos) / len(labels)))) if len(pos) else 0
+    return np.sort(np.concatenate([rng.choice(pos, n_pos, replace=False), rng.choice(neg, cap - n_pos, replace=False)]))
+
+
+def run_kgfm(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
+    """KG-FM baseline (after Bai et al. 2025): the LLM reviews every candidate with KG-retrieved
+    context (structured triples, no GNN score, no triage); gamma by the same rule on validation.
+    With ``method.cap`` a stratified sample is reviewed and metrics are computed on that sample."""
+    y_val, y_test = _labels(split)
+    cap = cfg.method.get("cap") or {}
+    pick_val = stratified_cap(y_val, cap.get("val"), int(cfg.seed))
+    pick_test = stratified_cap(y_test, cap.get("test"), int(cfg.seed) + 1)
+    zeros_val, zeros_test = np.zeros(len(y_val)), np.zeros(len(y_test))
+    reviewer = Reviewer(cfg, split, kg, "kgfm")
+    # A failed review has no GNN to fall back on: it counts as a rejection (and as a failure).
+    review = reviewer.run(split, pick_val, pick_test, zeros_val, zeros_test,
+                          np.zeros(len(pick_val), int), np.zeros(len(pick_test), int))
+    metrics = review.metrics | prf(y_test[pick_test], review.test_decision, "test_") | prf(y_val[pick_val], review.val_decision, "val_")
+    metrics |= {"test_call_rate": 1.0, "val_call_rate": 1.0, "test_sampled": float(len(pick_test) < len(y_test)),
+                "test_evaluated": float(len(pick_test))}
+    pred = np.full(len(y_val) + len(y_test), -1, dtype=np.int8)  # -1: outside the evaluated sample
+    pred[pick_val] = review.val_decision
+    pred[len(y_val) + pick_test] = review.test_decision
+    predictions = _predictions(kg, split, zeros_val, zeros_test, zeros_val, zeros_test).drop("score", "gnn_pred")
+    predictions = predictions.with_columns(pl.Series("pred", pred), *review.columns(split))
+    return CellResult(metrics, predictions, review.samples[: int(cfg.log_samples)])
+
+
+def run_tsh(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
+    """TSH baseline (after Marwitz et al. 2026): topological + name-embedding features, weights and
+    threshold from validation."""
+    from hygrail.baselines.tsh import tsh_scores
+
+    res = tsh_scores(split, _plain(cfg.method))
+    metrics, predictions = _thresholded(kg, split, res.val, res.test, res.threshold, "tsh_")
+    y_test = _labels(split)[1]
+    metrics |= prf(y_test, (res.test >= res.threshold).astype(int), "test_") | {"test_call_rate": 0.0, "val_call_rate": 0.0}
+    metrics |= {f"tsh_weight_{k}": float(v) for k, v in res.weights.items()}
+    return CellResult(metrics, predictions.rename({"gnn_pred": "pred"}), gnn_threshold=res.threshold)
+
+
+METHODS = {"gnn_only": run_gnn_only, "hygrail": run_hygrail, "kgfm": run_kgfm, "tsh": run_tsh}
+
+
+@dataclass
+class Review:
+    """Reviews of the chosen val/test hypotheses, their decisions at the calibrated gamma, and cost."""
+
+    val_idx: np.ndarray
+    test_idx: np.ndarray
+    val_results: list
+    test_results: list
+    val_decision: np.ndarray
+    test_decision: np.ndarray
+    metrics: dict
+    samples: list[dict]
+
+    def columns(self, split: Split) -> list[pl.Series]:
+        n_val, n_test = split.part("val").height, split.part("test").height
+        review = _column(n_val, self.val_idx, self.val_results, "review") + _column(n_test, self.test_idx, self.test_results, "review")
+        conf = _column(n_val, self.val_idx, self.val_results, "confidence") + _column(n_test, self.test_idx, self.test_results, "confidence")
+        return [pl.Series("review", review, dtype=pl.String), pl.Series("confidence", conf, dtype=pl.Float64)]
 
 
 class Reviewer:
-    """Evidence -> text -> LLM review for chosen hypotheses of one split (paper §3.2-3.4)."""
+    """Evidence -> text -> LLM review -> gamma for chosen hypotheses (paper §3.2-3.4)."""
 
-    def __init__(self, cfg: DictConfig, split: Split, kg: KG):
+    def __init__(self, cfg: DictConfig, split: Split, kg: KG, mode: str):
         from hygrail.review.client import ReviewClient
 
-        self.cfg, self.split, self.kg = cfg, split, kg
-        self.mode = cfg.evidence.mode
+        self.cfg, self.split, self.kg, self.mode = cfg, split, kg, mode
         self.templates = _plain(cfg.relation)["templates"]
         self.evidence_cfg = _plain(cfg.evidence)
         self.client = ReviewClient(_plain(cfg.llm), Path(cfg.paths.cache) / "llm.sqlite")
 
+    def run(self, split: Split, pick_val, pick_test, s_val, s_test, fb_val, fb_test, base_val=None) -> Review:
+        """Review the picked hypotheses; gamma maximises validation F1 of the final decision, whose
+        other (unreviewed) val decisions are ``base_val`` (0/1 per val row, or None)."""
+        from hygrail.review.calibrate import choose_gamma, decide
+
+        y_val = split.part("val")["label"].to_numpy()
+        t0 = time.perf_counter()
+        try:
+            res_val, samples_val = self.review(split.part("val"), pick_val, s_val, "val")
+            res_test, samples_test = self.review(split.part("test"), pick_test, s_test, "test")
+        finally:
+            self.client.close()  # stops an embedded llama.cpp server, closes the reply cache
+        on_failure = self.cfg.method.get("on_failure", "fallback")
+        base = (0, 0, 0)
+        if base_val is not None:
+            rest = np.ones(len(y_val), bool)
+            rest[pick_val] = False
+            y, p = y_val[rest], base_val[rest]
+            base = (int(np.sum((y == 1) & (p == 1))), int(np.sum((y == 0) & (p == 1))), int(np.sum((y == 1) & (p == 0))))
+        gamma = choose_gamma(res_val, y_val[pick_val], fb_val, on_failure, base_counts=base)
+        metrics = {"gamma": gamma, "llm_wall_seconds": time.perf_counter() - t0}
+        metrics |= {f"llm_{k}": float(v) for k, v in self.client.usage().items()}
+        return Review(pick_val, pick_test, res_val, res_test, decide(res_val, gamma, fb_val, on_failure),
+                      decide(res_test, gamma, fb_test, on_failure), metrics, samples_val + samples_test)
+
+    def text(self, ev, score: float) -> tuple[str, str | None]:
+        from hygrail.evidence.naturalize import render, structured_lines
+
+        statement = render(ev, "none", self.templates)
+        if self.mode == "none":
+            return statement, None
+        if self.mode == "kgfm":
+            return statement, "Knowledge graph context:\n" + "\n".join(structured_lines(ev, self.templates))
+        return statement, render(ev, self.mode, self.templates, score, self.evidence_cfg, chat=self.client.chat)
+
     def review(self, part: pl.DataFrame, idx: np.ndarray, scores: np.ndarray, name: str):
-        from hygrail.evidence.naturalize import render
         from hygrail.evidence.retrieve import retrieve
         from hygrail.review.client import ReviewRequest
 
@@ -150,10 +261,7 @@ class Reviewer:
         requests, samples = [], []
         for i in tqdm(idx, desc=f"evidence ({name})", unit="hyp", disable=len(idx) < 50):
             ev = retrieve(self.split.train_graph, int(src[i]), int(dst[i]), self.split.relation, self.evidence_cfg)
-            statement = render(ev, "none", self.templates)
-            text = None
-            if self.mode != "none":
-                text = render(ev, self.mode, self.templates, float(scores[i]), self.evidence_cfg, chat=self.client.chat)
+            statement, text = self.text(ev, float(scores[i]))
             requests.append(ReviewRequest(hypothesis=statement, evidence=text))
             samples.append({"split": name, "left": ev.left.name, "right": ev.right.name, "score": float(scores[i]),
                             "label": int(labels[i]), "hypothesis": statement, "evidence": text, "structured": ev.to_dict()})
