@@ -61,6 +61,9 @@ TASKS = {"stats": stats, "run": run}
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig):
+    import torch
+
+    torch.set_num_threads(int(cfg.threads))
     task = TASKS.get(cfg.task)
     if task is None:
         sys.exit(f"error: task={cfg.task!r}; expected one of {sorted(TASKS)}")

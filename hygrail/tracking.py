@@ -87,7 +87,8 @@ def log_cell(cfg: DictConfig, result, sweep: str | None) -> str:
     t = cfg.tracking
     params = flatten(cell_config(cfg))
     tags = {"cell_key": cell_key(cfg), "sweep": sweep or "", "method_label": method_label(cfg)}
-    tags |= {g: str(cfg[g].name) for g in ("relation", "backbone", "llm", "evidence", "method") if g in cfg}
+    tags |= {g: str(cfg[g].name) for g in ("relation", "backbone", "llm", "method")}
+    tags["evidence"] = str(cfg.evidence.mode)
     with tempfile.TemporaryDirectory() as tmp, store(t.uri, Path(t.lock)) as mlflow:
         tmp = Path(tmp)
         result.predictions.write_parquet(tmp / "predictions.parquet")
