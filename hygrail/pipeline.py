@@ -250,7 +250,8 @@ class Reviewer:
         if self.mode == "none":
             return statement, None
         if self.mode == "kgfm":
-            return statement, "Knowledge graph context:\n" + "\n".join(structured_lines(ev, self.templates))
+            context = "\n".join(structured_lines(ev, self.templates))
+            return statement, f"Hypothesis: {statement}\nKnowledge graph context:\n{context}"
         return statement, render(ev, self.mode, self.templates, score, self.evidence_cfg, chat=self.client.chat)
 
     def review(self, part: pl.DataFrame, idx: np.ndarray, scores: np.ndarray, name: str):

@@ -145,6 +145,24 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
     return "\n".join(lines), pl.DataFrame(flat)
 
 
+def runs_table(runs: pl.DataFrame) -> str:
+    """One line per cell: what `make run` prints (precision/recall/F1, routing and LLM cost)."""
+    cols = {
+        "tag.relation": "relation", "tag.backbone": "backbone", "tag.method_label": "method", "tag.llm": "LLM",
+        "test_precision": "P", "test_recall": "R", "test_f1": "F1", "test_call_rate": "call rate",
+        "test_reviewed": "test reviews", "test_routed_unreviewed": "routed, over budget",
+        "llm_calls": "LLM calls", "llm_seconds": "LLM s",
+    }
+    df = runs.select([pl.col(c).alias(n) if c in runs.columns else pl.lit(None).alias(n) for c, n in cols.items()])
+    df = df.with_columns(pl.when(pl.col("method") == "GNN").then(pl.lit("–")).otherwise(pl.col("LLM")).alias("LLM"))
+    lines = ["| " + " | ".join(cols.values()) + " |", "|---" * len(cols) + "|"]
+    rates = {"P", "R", "F1", "call rate", "LLM s"}
+    for r in df.sort("relation", "backbone", "method").iter_rows(named=True):
+        cells = ["–" if v is None else f"{v:.3f}" if k in rates else str(int(v)) if isinstance(v, float) else str(v) for k, v in r.items()]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def table3(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
     """Paper Table 3: test LLM call rate and reduction per backbone (routing depends on the GNN only)."""
     df = pool(runs.filter(pl.col("tag.method") == "hygrail"), ["tag.backbone"], how).select(
@@ -212,7 +230,8 @@ def main(argv: list[str] | None = None) -> None:
     t2.write_csv(args.out / "table2.csv")
     (args.out / "table3.md").write_text(f"# Table 3 ({args.pool} over relations)\n\n{md3}\n")
     t3.write_csv(args.out / "table3.csv")
-    print(md2, "\n", md3, sep="\n")
+    (args.out / "runs.md").write_text(runs_table(runs) + "\n")
+    print("Runs (test split)\n", runs_table(runs), "\nTable 2\n", md2, "\nTable 3\n", md3, sep="\n")
     if args.figures:
         for exp, param, xlabel, fname, kind in (
             ("ablation_budget", "evidence.budget", "evidence budget (x default)", "fig3_budget.png", "line"),

@@ -131,3 +131,13 @@ def test_prompts_share_a_fixed_prefix_and_put_the_variable_part_last():
     with pytest.raises(ValueError, match="prompt style"):
         system_prompt(True, "verbose")
 
+
+
+def test_table9_evidence_is_not_prefixed_with_the_hypothesis_twice():
+    from hygrail.review.prompts import review_messages
+
+    full = "Hypothesis: The material TiO2 can be effectively used for Photocatalysis.\nEvidence: The following ..."
+    user = review_messages(ReviewRequest("The material TiO2 can be effectively used for Photocatalysis.", full))[1]["content"]
+    assert user == full
+    other = review_messages(ReviewRequest("H.", "Knowledge graph context: x"))[1]["content"]
+    assert other == "Hypothesis: H.\nEvidence:\nKnowledge graph context: x"

@@ -76,7 +76,10 @@ def review_messages(request: ReviewRequest, style: str = "full", review_first: b
     with_evidence = request.evidence is not None
     user = f"Hypothesis: {request.hypothesis.strip()}"
     if with_evidence:
-        user += f"\nEvidence:\n{request.evidence.strip()}"
+        # Naturalized evidence is paper Table 9's full structure, which opens with the hypothesis
+        # itself; stating it twice would only cost the embedded model prompt tokens.
+        text = request.evidence.strip()
+        user = text if text.startswith("Hypothesis:") else f"{user}\nEvidence:\n{text}"
     return [
         {"role": "system", "content": system_prompt(with_evidence, style, review_first)},
         {"role": "user", "content": user},
