@@ -203,7 +203,8 @@ class KG:
         """Vectorised membership test for node pairs."""
         if len(u) == 0:
             return np.zeros(0, dtype=bool)
-        return np.asarray(self.adjacency[np.asarray(u), np.asarray(v)]).ravel() > 0
+        # np.array copies: scipy refuses the read-only views polars' to_numpy() returns.
+        return np.asarray(self.adjacency[np.array(u), np.array(v)]).ravel() > 0
 
     @cached_property
     def counts(self) -> np.ndarray:

@@ -113,8 +113,9 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
     pick_val = review_order(scores.val, r_val == -1, threshold, budget.get("val"))
     pick_test = review_order(scores.test, r_test == -1, threshold, budget.get("test"))
     metrics |= {
-        "band_a": band.a,
-        "band_b": band.b,
+        # An infeasible side is an infinite cut; scores live in [0, 1], so clipping routes the same.
+        "band_a": float(np.clip(band.a, 0.0, 1.0)),
+        "band_b": float(np.clip(band.b, 0.0, 1.0)),
         "val_call_rate": float(np.mean(r_val == -1)),
         "test_call_rate": float(np.mean(r_test == -1)),
         "val_reviewed": len(pick_val),
@@ -133,7 +134,7 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
         pl.Series("pred", np.concatenate([final_val, final_test]).astype(np.int8)),
         *review.columns(split),
     )
-    return CellResult(metrics, predictions, review.samples[: int(cfg.log_samples)], (band.a, band.b), threshold)
+    return CellResult(metrics, predictions, review.samples[: int(cfg.log_samples)], (metrics["band_a"], metrics["band_b"]), threshold)
 
 
 def stratified_cap(labels: np.ndarray, cap: int | None, seed: int) -> np.ndarray:

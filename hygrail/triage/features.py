@@ -1,0 +1,187 @@
+"""Graph inputs of the triage GNNs (paper App. B.1), built from a KG (normally ``split.train_graph``).
+
+- ``edge_weights``: support counts as log(1+c), min-max normalised within each edge type.
+- ``hetero_graph``: a PyG ``HeteroData`` whose node types are the schema's node types and whose
+  edge types are the KG's edge types in both directions (``rev_`` names for the reverse).
+- ``relational_graph``: the same edges in one global node-id space with relation-type ids (R-GCN).
+- ``target_edge_positions`` / ``drop_target_edges``: hide supervised positives from message passing.
+- ``pair_features``: R-GCN's six local features of a candidate pair.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch_geometric.data import HeteroData
+
+from hygrail.kg import KG
+
+N_PAIR_FEATURES = 6
+
+
+def edge_weights(kg: KG) -> np.ndarray:
+    """log(1+c) min-max normalised per edge type, one value in [0, 1] per KG edge.
+
+    As in the paper the weakest edge of a type gets 0 (GraphConv then passes no message along
+    it; the edge still counts for the unweighted structural features). An edge type whose
+    edges all have the same count has no spread to normalise: its edges all get weight 1.
+    """
+    x = np.log1p(kg.counts.astype(np.float64))
+    t = kg.edge_type_ids
+    lo = np.full(len(kg.edge_types), np.inf)
+    hi = np.full(len(kg.edge_types), -np.inf)
+    np.minimum.at(lo, t, x)
+    np.maximum.at(hi, t, x)
+    span = (hi - lo)[t]
+    return np.where(span > 0, (x - lo[t]) / np.where(span > 0, span, 1.0), 1.0)
+
+
+def local_index(kg: KG) -> np.ndarray:
+    """Position of each node among the nodes of its type (HeteroData indexes nodes per type)."""
+    out = np.empty(kg.num_nodes, dtype=np.int64)
+    for t in range(len(kg.schema.node_types)):
+        ids = np.flatnonzero(kg.node_types == t)
+        out[ids] = np.arange(len(ids))
+    return out
+
+
+def hetero_graph(kg: KG) -> HeteroData:
+    """Message-passing graph for HeteroConv / HGT.
+
+    Edge type "A-B" becomes (A, "A-B", B) and (B, "rev_A-B", A); a same-type edge type "A-A" is one
+    relation holding both directions (its reverse would be the same edge set). Each edge type
+    carries ``edge_weight`` (``edge_weights``); ``data.local_index`` maps KG node ids to per-type
+    positions and ``data[t].node_id`` back. Node types without any edge are left out.
+    """
+    data = HeteroData()
+    types = kg.schema.node_types
+    local = local_index(kg)
+    # A node type without edges gets no messages (HeteroConv drops it, HGTConv fails on it).
+    with_edges = {t for etype in kg.edge_types for t in etype.partition("-")[::2]}
+    for i, t in enumerate(types):
+        if t in with_edges:
+            ids = np.flatnonzero(kg.node_types == i)
+            data[t].node_id = torch.from_numpy(ids)
+            data[t].num_nodes = len(ids)
+    u, v = kg.edges["u"].to_numpy(), kg.edges["v"].to_numpy()
+    w = edge_weights(kg).astype(np.float32)
+    for k, etype in enumerate(kg.edge_types):
+        a, _, b = etype.partition("-")
+        sel = kg.edge_type_ids == k
+        # Orient each edge so that its source has type a (u < v says nothing about types).
+        u_is_a = kg.node_types[u[sel]] == types.index(a)
+        src = np.where(u_is_a, u[sel], v[sel])
+        dst = np.where(u_is_a, v[sel], u[sel])
+        fwd = np.stack([local[src], local[dst]])
+        if a == b:
+            data[a, etype, a].edge_index = torch.from_numpy(np.concatenate([fwd, fwd[::-1]], axis=1))
+            data[a, etype, a].edge_weight = torch.from_numpy(np.concatenate([w[sel], w[sel]]))
+        else:
+            data[a, etype, b].edge_index = torch.from_numpy(fwd)
+            data[a, etype, b].edge_weight = torch.from_numpy(w[sel])
+            data[b, f"rev_{etype}", a].edge_index = torch.from_numpy(np.ascontiguousarray(fwd[::-1]))
+            data[b, f"rev_{etype}", a].edge_weight = torch.from_numpy(w[sel])
+    data.local_index = torch.from_numpy(local)
+    return data
+
+
+def relational_graph(data: HeteroData) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """(edge_index over KG node ids, relation id per edge, number of relations) for R-GCN: each
+    directed edge type of ``hetero_graph`` is one relation."""
+    index, rel = [], []
+    for r, (s, rel_name, d) in enumerate(data.edge_types):
+        ei = data[s, rel_name, d].edge_index
+        index.append(torch.stack([data[s].node_id[ei[0]], data[d].node_id[ei[1]]]))
+        rel.append(torch.full((ei.size(1),), r, dtype=torch.long))
+    return torch.cat(index, dim=1), torch.cat(rel), len(data.edge_types)
+
+
+def _target_types(data: HeteroData, src_type: str, dst_type: str) -> tuple[tuple, tuple | None]:
+    """(forward edge type, reverse edge type or None for a same-type relation) of a relation."""
+    for key in data.edge_types:
+        s, rel, d = key
+        if not rel.startswith("rev_") and {s, d} == {src_type, dst_type}:
+            return key, (None if s == d else (d, f"rev_{rel}", s))
+    raise KeyError(f"no {src_type}-{dst_type} edges in the message-passing graph")
+
+
+def target_edge_positions(data: HeteroData, src_type: str, dst_type: str, src: np.ndarray, dst: np.ndarray) -> torch.Tensor:
+    """Position of each pair's edge among the forward edges of its edge type, -1 if not an edge."""
+    fwd, rev = _target_types(data, src_type, dst_type)
+    ei = data[fwd].edge_index
+    n_fwd = ei.size(1) if rev is not None else ei.size(1) // 2  # same type: second half mirrors the first
+    li = data.local_index
+    s, d = li[torch.as_tensor(src)], li[torch.as_tensor(dst)]
+    if fwd[0] != src_type:  # the edge type is named the other way round from the relation
+        s, d = d, s
+    base = int(li.max()) + 1
+    keys = ei[0, :n_fwd] * base + ei[1, :n_fwd]
+    order = torch.argsort(keys)
+    out = torch.full((len(s),), -1, dtype=torch.long)
+    for a, b in ((s, d), (d, s)) if rev is None else ((s, d),):
+        q = a * base + b
+        at = torch.searchsorted(keys[order], q).clamp_max(n_fwd - 1)
+        found = (keys[order][at] == q) & (out < 0)
+        out[found] = order[at][found]
+    return out
+
+
+def drop_target_edges(data: HeteroData, src_type: str, dst_type: str, positions: torch.Tensor) -> HeteroData:
+    """Shallow copy of ``data`` without the given target edges (positions from
+    ``target_edge_positions``), in both directions; all other tensors are shared."""
+    fwd, rev = _target_types(data, src_type, dst_type)
+    out = copy.copy(data)
+    n = data[fwd].edge_index.size(1)
+    keep = torch.ones(n if rev is not None else n // 2, dtype=torch.bool)
+    keep[positions] = False
+    if rev is None:
+        keep = torch.cat([keep, keep])
+    for key in (fwd, rev) if rev is not None else (fwd,):
+        out[key].edge_index = data[key].edge_index[:, keep]
+        out[key].edge_weight = data[key].edge_weight[keep]
+    return out
+
+
+def pair_features(kg: KG, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """R-GCN's six local features per pair (n, 6), raw (the model standardises them):
+
+    log(1+weighted degree) of src and of dst, weighted two-hop signal sum_z w(u,z) w(z,v),
+    log(1+common neighbours), Jaccard of the neighbour sets, Adamic-Adar sum_z 1/log deg(z).
+
+    The pair's own edge, if the graph has it (a training positive), is left out of the degrees
+    and of the Jaccard union, so training positives look like the held-out val/test positives
+    whose edges the training graph lacks. Common neighbours, two-hop and Adamic-Adar never
+    involve that edge (no self-loops), so they need no correction.
+    """
+    # Copies: scipy's fancy indexing fails on read-only arrays such as polars' to_numpy() views.
+    src, dst = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
+    adj = kg.adjacency
+    binary = sp.csr_matrix((np.ones_like(adj.data, dtype=np.float64), adj.indices, adj.indptr), shape=adj.shape)
+    weighted = sp.csr_matrix((edge_weights(kg)[adj.data - 1], adj.indices, adj.indptr), shape=adj.shape)
+    deg = kg.degree.astype(np.float64)
+    wdeg = np.asarray(weighted.sum(axis=1)).ravel()
+
+    own = kg.has_edges(src, dst).astype(np.float64)
+    own_w = np.asarray(weighted[src, dst]).ravel() if len(src) else np.zeros(0)
+    common = binary[src].multiply(binary[dst]).tocsr()
+    n_common = np.asarray(common.sum(axis=1)).ravel()
+    two_hop = np.asarray(weighted[src].multiply(weighted[dst]).sum(axis=1)).ravel()
+    # A common neighbour has degree >= 2, so log(deg) > 0.
+    inv_log_deg = np.where(deg > 1, 1.0 / np.log(np.maximum(deg, 2.0)), 0.0)
+    adamic_adar = common @ inv_log_deg
+    union = (deg[src] - own) + (deg[dst] - own) - n_common
+    jaccard = np.divide(n_common, union, out=np.zeros_like(union), where=union > 0)
+    return np.stack(
+        [
+            np.log1p(wdeg[src] - own_w),
+            np.log1p(wdeg[dst] - own_w),
+            two_hop,
+            np.log1p(n_common),
+            jaccard,
+            adamic_adar,
+        ],
+        axis=1,
+    ).astype(np.float32)

@@ -1,0 +1,266 @@
+"""Train one backbone on one relation's split and score its val/test hypotheses, with a cache.
+
+``triage_scores`` is the stage the pipeline calls: its result depends only on (split pairs,
+training graph, backbone config, seed, CODE_VERSION), hashed into the cache key, so the 12
+LLM x evidence cells of one (relation, backbone) share one training run. ``score_pairs`` scores
+any other candidate pairs with the cached model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Mapping
+
+import lightning as L
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+from torch.utils.data import DataLoader
+
+from hygrail.cache import DiskCache, content_key
+from hygrail.data.split import SPLITS, Split
+from hygrail.kg import KG, DataError
+from hygrail.triage.backbones import BACKBONES
+from hygrail.triage.features import hetero_graph, pair_features, target_edge_positions
+from hygrail.triage.module import TriageModule
+from hygrail.triage.routing import max_f1
+
+# Bump when a code change alters trained scores: old cache entries then miss instead of lying.
+CODE_VERSION = "triage-1"
+# Backbone config keys that steer training; every other key is a constructor argument of the model.
+TRAIN_KEYS = ("name", "epochs", "val_every", "lr", "weight_decay", "disjoint_train_ratio")
+
+
+@dataclass(frozen=True)
+class Scores:
+    """GNN scores in [0, 1], aligned row by row with ``split.part("val")`` / ``split.part("test")``."""
+
+    val: np.ndarray
+    test: np.ndarray
+    key: str
+    cache_hit: bool
+    fit_seconds: float  # 0.0 on a cache hit
+    best_epoch: int  # epoch whose weights were kept (validation max-F1)
+    checkpoint: Path | None  # Lightning checkpoint of those weights (None without a cache)
+
+
+def triage_scores(split: Split, backbone_cfg: Mapping, seed: int, cache_dir: Path | None) -> Scores:
+    """Scores of the val/test hypotheses from ``backbone_cfg`` trained with ``seed`` (cached)."""
+    cfg = plain_config(backbone_cfg)
+    key = cache_key(split, cfg, seed)
+    if cache_dir is None:
+        run = fit(split, cfg, seed)
+        return Scores(run.scores["val"], run.scores["test"], key, False, run.seconds, run.best_epoch, None)
+
+    fitted: list[FitResult] = []
+
+    def write(tmp: Path) -> None:
+        run = fit(split, cfg, seed)
+        fitted.append(run)
+        np.savez(tmp / "scores.npz", val=run.scores["val"], test=run.scores["test"])
+        run.trainer.save_checkpoint(tmp / "model.ckpt", weights_only=True)
+        f1, threshold = max_f1(run.scores["val"], split.part("val")["label"].to_numpy())
+        meta = {
+            "key": key,
+            "code_version": CODE_VERSION,
+            "relation": split.relation.name,
+            "backbone": cfg,
+            "seed": seed,
+            "best_epoch": run.best_epoch,
+            "fit_seconds": run.seconds,
+            "val_max_f1": f1,
+            "val_f1_threshold": threshold,
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+
+    entry, hit = DiskCache(Path(cache_dir)).get_or_create(key, write)
+    meta = json.loads((entry / "meta.json").read_text())
+    with np.load(entry / "scores.npz") as z:
+        val, test = z["val"], z["test"]
+    seconds = 0.0 if hit else fitted[0].seconds
+    return Scores(val, test, key, hit, seconds, int(meta["best_epoch"]), entry / "model.ckpt")
+
+
+def score_pairs(
+    split: Split, backbone_cfg: Mapping, seed: int, cache_dir: Path, src: np.ndarray, dst: np.ndarray
+) -> np.ndarray:
+    """Scores of arbitrary (src, dst) pairs of the split's relation (KG node ids) from the cached
+    model of (split, backbone_cfg, seed); trains it first if the cache lacks it."""
+    cfg = plain_config(backbone_cfg)
+    ckpt = triage_scores(split, cfg, seed, cache_dir).checkpoint
+    backbone, graph = build_backbone(split.train_graph, split.relation, cfg)
+    module = TriageModule.load_from_checkpoint(
+        ckpt, map_location="cpu", backbone=backbone, graph=graph, relation=(split.relation.src, split.relation.dst)
+    )
+    return predict(module, pair_batch(split.train_graph, src, dst, None, backbone.uses_pair_features))
+
+
+def cache_key(split: Split, cfg: Mapping, seed: int) -> str:
+    """Content hash of everything the scores depend on."""
+    pairs, g = split.pairs, split.train_graph
+    return content_key(
+        CODE_VERSION,
+        {"relation": split.relation.name, "src": split.relation.src, "dst": split.relation.dst},
+        np.array(pairs["split"].to_list(), dtype="U8"),
+        pairs["src"].to_numpy(),
+        pairs["dst"].to_numpy(),
+        pairs["label"].to_numpy(),
+        list(g.schema.node_types),
+        g.node_types,
+        list(g.edge_types),
+        g.edge_type_ids,
+        g.edges["u"].to_numpy(),
+        g.edges["v"].to_numpy(),
+        g.counts,
+        dict(cfg),
+        int(seed),
+    )
+
+
+# -- training -------------------------------------------------------------------------------------
+
+
+@dataclass
+class FitResult:
+    module: TriageModule
+    trainer: L.Trainer
+    scores: dict[str, np.ndarray]  # "val", "test"
+    seconds: float
+    best_epoch: int
+
+
+def fit(split: Split, cfg: Mapping, seed: int, progress: bool = False) -> FitResult:
+    """Seeded, deterministic full-batch training by a lean Lightning Trainer on CPU; the weights
+    of the best validation max-F1 epoch are kept (the last ones if validation never ran)."""
+    epochs, val_every = int(cfg["epochs"]), int(cfg["val_every"])
+    L.seed_everything(seed, verbose=False)
+    module, batches = build_module(split, cfg)
+    with _quiet_lightning(), _restore_determinism():
+        trainer = L.Trainer(
+            accelerator="cpu",
+            devices=1,
+            max_epochs=epochs,
+            check_val_every_n_epoch=val_every,
+            num_sanity_val_steps=0,  # an untrained model must not become "best"
+            deterministic=True,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=progress,
+            enable_model_summary=False,
+        )
+        t0 = time.perf_counter()
+        trainer.fit(module, _one_batch(batches["train"]), _one_batch(batches["val"]))
+        seconds = time.perf_counter() - t0
+    module.restore_best()
+    best_epoch = module.best_epoch if module.best_state is not None else epochs
+    scores = {p: predict(module, batches[p]) for p in ("val", "test")}
+    return FitResult(module, trainer, scores, seconds, best_epoch)
+
+
+def build_backbone(graph_kg: KG, relation, cfg: Mapping):
+    """(backbone nn.Module, HeteroData message-passing graph) for a backbone config."""
+    name = cfg.get("name")
+    if name not in BACKBONES:
+        raise DataError(f"backbone.name={name!r}; expected one of {sorted(BACKBONES)}")
+    graph = hetero_graph(graph_kg)
+    kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items() if k not in TRAIN_KEYS}
+    try:
+        return BACKBONES[name](graph, (relation.src, relation.dst), **kwargs), graph
+    except TypeError as e:
+        raise DataError(f"backbone={name}: bad model option ({e})") from None
+
+
+def build_module(split: Split, cfg: Mapping) -> tuple[TriageModule, dict[str, dict[str, torch.Tensor]]]:
+    """The LightningModule and one full batch per split (train/val/test)."""
+    backbone, graph = build_backbone(split.train_graph, split.relation, cfg)
+    batches = {}
+    for p in SPLITS:
+        part = split.part(p)
+        batches[p] = pair_batch(
+            split.train_graph, part["src"].to_numpy(), part["dst"].to_numpy(), part["label"].to_numpy(),
+            backbone.uses_pair_features,
+        )
+    if backbone.uses_pair_features:
+        backbone.fit_feature_scale(batches["train"]["pair_feats"])
+    rel = (split.relation.src, split.relation.dst)
+    train = split.part("train")
+    batches["train"]["edge_pos"] = target_edge_positions(graph, *rel, train["src"].to_numpy(), train["dst"].to_numpy())
+    module = TriageModule(
+        backbone,
+        graph,
+        rel,
+        lr=float(cfg.get("lr", 1e-3)),
+        weight_decay=float(cfg.get("weight_decay", 0.0)),
+        prior_logit=prior_logit(train["label"].to_numpy()),
+        disjoint_train_ratio=float(cfg.get("disjoint_train_ratio", 0.0)),
+    )
+    return module, batches
+
+
+def prior_logit(labels: np.ndarray) -> float:
+    """log-odds of the positive rate (0 when a class is missing: no prior to encode)."""
+    p = float(np.mean(labels)) if len(labels) else 0.0
+    return float(np.log(p / (1 - p))) if 0 < p < 1 else 0.0
+
+
+def pair_batch(
+    graph_kg: KG, src: np.ndarray, dst: np.ndarray, labels: np.ndarray | None, with_features: bool
+) -> dict[str, torch.Tensor]:
+    batch = {"src": torch.as_tensor(np.asarray(src, dtype=np.int64)), "dst": torch.as_tensor(np.asarray(dst, dtype=np.int64))}
+    if labels is not None:
+        batch["label"] = torch.as_tensor(np.asarray(labels, dtype=np.float32))
+    if with_features:
+        batch["pair_feats"] = torch.from_numpy(pair_features(graph_kg, src, dst))
+    return batch
+
+
+def _one_batch(batch: dict[str, torch.Tensor]) -> DataLoader:
+    """A loader yielding the full batch once (batch_size=None: no collation, no splitting)."""
+    return DataLoader([batch], batch_size=None)
+
+
+def predict(module: TriageModule, batch: dict[str, torch.Tensor]) -> np.ndarray:
+    module.eval()
+    with torch.no_grad():
+        return torch.sigmoid(module(batch)).double().numpy()
+
+
+def plain_config(cfg: Mapping) -> dict:
+    """A backbone config as plain JSON-able data (DictConfig from Hydra or a dict)."""
+    if isinstance(cfg, DictConfig):
+        return OmegaConf.to_container(cfg, resolve=True)
+    return json.loads(json.dumps(dict(cfg)))
+
+
+@contextmanager
+def _quiet_lightning() -> Iterator[None]:
+    """Lightning announces devices and advertises a logger on every Trainer, and warns about
+    one-batch epochs; a sweep fits hundreds of models, so those lines are noise here."""
+    log = logging.getLogger("lightning.pytorch")
+    level = log.level
+    log.setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings(
+                "ignore", message=".*(does not have many workers|log_every_n_steps|LeafSpec).*"
+            )
+            yield
+    finally:
+        log.setLevel(level)
+
+
+@contextmanager
+def _restore_determinism() -> Iterator[None]:
+    """Trainer(deterministic=True) switches torch's deterministic mode on for the whole process;
+    switch it back afterwards so that code running later in the same process is unaffected."""
+    was = torch.are_deterministic_algorithms_enabled()
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(was)

@@ -1,0 +1,122 @@
+"""Paper §3.1 routing: the val max-F1 threshold and the purity band [a*, b*] (exact vs brute force)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from hygrail.triage.routing import Band, f1_threshold, max_f1, purity_interval, route
+
+
+def test_f1_threshold_hand_computed():
+    # t=0.8: F1 2/3; t=0.4: 1/2; t=0.35: P 2/3, R 1, F1 0.8 (best); t=0.1: 2/3
+    scores, labels = np.array([0.1, 0.4, 0.35, 0.8]), np.array([0, 0, 1, 1])
+    assert f1_threshold(scores, labels) == pytest.approx(0.35)
+    assert max_f1(scores, labels) == pytest.approx((0.8, 0.35))
+
+
+def test_f1_threshold_without_positives_predicts_nothing():
+    assert max_f1(np.array([0.2, 0.9]), np.array([0, 0])) == (0.0, math.inf)
+
+
+def test_band_hand_computed():
+    scores = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    labels = np.array([0, 0, 1, 0, 1, 1])
+    band = purity_interval(scores, labels, m=1.0, n=1.0)
+    assert band == Band(0.3, 0.4, True, True)
+    assert route(scores, band).tolist() == [0, 0, -1, -1, 1, 1]
+
+
+def test_ties_are_never_split_and_infeasible_side_routes_everything():
+    # The 0.2 group mixes a negative and a positive: no pure lower side exists.
+    scores, labels = np.array([0.2, 0.2, 0.5, 0.5]), np.array([0, 1, 1, 1])
+    band = purity_interval(scores, labels, m=1.0, n=1.0)
+    assert band == Band(-math.inf, 0.2, False, True)
+    assert route(np.array([0.0, 0.2, 0.3, 0.5]), band).tolist() == [-1, -1, 1, 1]
+
+
+def test_all_negative_validation():
+    scores, labels = np.array([0.1, 0.3, 0.7]), np.zeros(3, dtype=int)
+    band = purity_interval(scores, labels, m=0.9, n=0.5)
+    assert not band.feasible_b and band.feasible_a and band.b == math.inf
+    assert route(scores, band).tolist() == [0, 0, 0]
+    # above every validation score nothing was learnt: routed, not called negative
+    assert route(np.array([0.71]), band).tolist() == [-1]
+
+
+def test_low_purity_targets_would_overlap_but_band_stays_ordered():
+    # m = 0.5 lets the lower side take everything and n = 0.1 lets the upper side take
+    # everything; chosen independently they would cross. Jointly nothing is routed.
+    scores = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
+    labels = np.array([0, 0, 1, 0, 1])
+    band = purity_interval(scores, labels, m=0.5, n=0.1)
+    assert band.a <= band.b
+    assert (route(scores, band) != -1).all()
+
+
+def test_nothing_routed_puts_both_cuts_in_the_gap():
+    scores, labels = np.array([0.1, 0.2, 0.8, 0.9]), np.array([0, 0, 1, 1])
+    band = purity_interval(scores, labels, m=1.0, n=1.0)
+    assert band == Band(0.5, 0.5, True, True)
+
+
+def test_float32_scores_are_routed_like_their_float64_values():
+    s = np.array([0.1, 0.7], dtype=np.float32)
+    band = purity_interval(s, np.array([0, 0]), m=1.0, n=1.0)  # a* just above float64(0.7f)
+    assert route(s, band).tolist() == [0, 0]
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="differ in length"):
+        purity_interval(np.zeros(3), np.zeros(2), 0.9, 0.5)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        purity_interval(np.zeros(3), np.zeros(3), 1.5, 0.5)
+    with pytest.raises(ValueError, match="empty"):
+        purity_interval(np.zeros(0), np.zeros(0), 0.9, 0.5)
+
+
+def brute_force(scores, labels, m, n):
+    """Fewest routed over every (a, b) with a <= b from a grid that realises every cut: the
+    scores themselves, midpoints between them and +-inf. Also the two feasibility flags."""
+    v = np.unique(scores)
+    grid = np.concatenate([[-np.inf, np.inf], v, (v[1:] + v[:-1]) / 2])
+    low = scores[None, :] < grid[:, None]  # (cut, hypothesis)
+    high = scores[None, :] > grid[:, None]
+    n_low, n_high = low.sum(1), high.sum(1)
+    ok_a = (n_low == 0) | ((low & (labels == 0)).sum(1) >= m * n_low)
+    ok_b = (n_high == 0) | ((high & (labels == 1)).sum(1) >= n * n_high)
+    routed = (~low[:, None, :] & ~high[None, :, :]).sum(2)  # (a, b)
+    allowed = (grid[:, None] <= grid[None, :]) & ok_a[:, None] & ok_b[None, :]
+    return int(routed[allowed].min()), bool((ok_a & (n_low > 0)).any()), bool((ok_b & (n_high > 0)).any())
+
+
+def test_band_matches_brute_force_on_random_scores_with_ties():
+    for seed in range(1000):
+        check_against_brute_force(seed)
+
+
+def check_against_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(1, 25))
+    # Rounded scores give many ties; labels from a noisy score-dependent rate.
+    scores = np.round(rng.random(size), int(rng.integers(1, 3)))
+    labels = (rng.random(size) < 0.15 + 0.7 * scores * rng.random()).astype(int)
+    if seed % 10 == 0:
+        labels[:] = 0
+    m, n = float(rng.choice([0.0, 0.5, 0.8, 0.9, 0.95, 1.0])), float(rng.choice([0.0, 0.3, 0.5, 0.8, 1.0]))
+    band = purity_interval(scores, labels, m, n)
+    want, feas_a, feas_b = brute_force(scores, labels, m, n)
+
+    r = route(scores, band)
+    assert band.a <= band.b, seed
+    assert int((r == -1).sum()) == want, seed
+    assert (band.feasible_a, band.feasible_b) == (feas_a, feas_b), seed
+    low, high = r == 0, r == 1
+    assert low.sum() == 0 or (labels[low] == 0).sum() >= m * low.sum()
+    assert high.sum() == 0 or (labels[high] == 1).sum() >= n * high.sum()
+    # The band is the tightest interval around the routed validation scores.
+    if (r == -1).any() and np.isfinite(band.a) and np.isfinite(band.b):
+        assert band.a == scores[r == -1].min() and band.b == scores[r == -1].max()
+    # A side that predicts nothing has an infinite cut.
+    assert (low.sum() == 0) == (band.a == -np.inf)
+    assert (high.sum() == 0) == (band.b == np.inf)
