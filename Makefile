@@ -50,6 +50,8 @@ serve: ## on a GPU machine with vLLM: serve one paper model with Table 8 setting
 sweep: $(VENV)/.installed ## paper Table 2/3 with the served LLMs (vLLM endpoints from conf/llm/*.yaml), then the tables
 	$(PYTHON) -m hygrail.sweep -m experiment=main_table hydra/launcher=joblib hydra.launcher.n_jobs=$(or $(JOBS),4)
 	$(PYTHON) -m hygrail.sweep -m experiment=main_table_baselines hydra/launcher=joblib hydra.launcher.n_jobs=$(or $(JOBS),4)
+	$(PYTHON) -m hygrail.sweep -m experiment=main_table_tsh
+	$(PYTHON) -m hygrail.sweep -m experiment=main_table_kgfm hydra/launcher=joblib hydra.launcher.n_jobs=$(or $(JOBS),4)
 	$(MAKE) table
 
 sweep-embedded: $(VENV)/.model ## Table 2 with the embedded CPU reviewer (slow; see conf/experiment/embedded_table.yaml)

@@ -94,7 +94,8 @@ def log_cell(cfg: DictConfig, result, sweep: str | None) -> str:
         result.predictions.write_parquet(tmp / "predictions.parquet")
         (tmp / "evidence_samples.json").write_text(json.dumps(result.samples, indent=1, default=str))
         (tmp / "config.yaml").write_text(OmegaConf.to_yaml(cell_config(cfg)))
-        score_figure(result.predictions, result.band, result.gnn_threshold).savefig(tmp / "score_distribution.png", dpi=120)
+        if "score" in result.predictions.columns:  # KG-FM has no triage scores to plot
+            score_figure(result.predictions, result.band, result.gnn_threshold).savefig(tmp / "score_distribution.png", dpi=120)
         exp = experiment_id(mlflow, t.experiment, Path(t.artifacts))
         run_name = "/".join(tags.get(g, "-") for g in ("relation", "backbone", "method", "llm", "evidence"))
         with mlflow.start_run(experiment_id=exp, run_name=run_name, tags=tags) as run:
