@@ -39,7 +39,6 @@ def _runs(outputs):
     return mlflow.search_runs([exp.experiment_id], output_format="list")
 
 
-@pytest.mark.slow
 def test_multirun_logs_cells_and_rerun_is_free(tmp_path):
     outputs = tmp_path / "out"
     with ScriptedServer(default=Reply(ok_review("yes", 0.9))) as server:
