@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import mlflow
-import pytest
 
 from conftest import ROOT
 from scripted_server import Reply, ScriptedServer, ok_review

@@ -1,0 +1,69 @@
+"""Tables 2-3 pooling (macro over relations, micro from confusion counts, mean ± std over seeds)
+and the ablation figures, on hand-made run rows shaped like hygrail.report.load_runs output."""
+
+import polars as pl
+import pytest
+
+from hygrail.report import ablation_figure, pool, purity_figure, table2, table3
+
+
+def _run(method, label, backbone, llm, relation, seed, f1, recall, call_rate, tp, fp, fn, **params):
+    row = {
+        "tag.method": method, "tag.method_label": label, "tag.backbone": backbone, "tag.llm": llm,
+        "tag.relation": relation, "param.seed": str(seed), "test_f1": f1, "test_recall": recall,
+        "test_call_rate": call_rate, "test_tp": tp, "test_fp": fp, "test_fn": fn,
+    }
+    return row | {f"param.{k}": v for k, v in params.items()}
+
+
+RUNS = pl.DataFrame(
+    [
+        _run("hygrail", "HyGRAIL-Auto", "rgcn", "qwen3_4b", "chm_apl", 42, 0.5, 0.4, 0.5, 4, 2, 6),
+        _run("hygrail", "HyGRAIL-Auto", "rgcn", "qwen3_4b", "chm_pro", 42, 0.3, 0.2, 0.3, 2, 8, 8),
+        _run("hygrail", "HyGRAIL-Auto", "rgcn", "qwen3_4b", "chm_apl", 43, 0.7, 0.6, 0.5, 6, 2, 4),
+        _run("hygrail", "HyGRAIL-Auto", "rgcn", "qwen3_4b", "chm_pro", 43, 0.5, 0.4, 0.3, 4, 4, 6),
+        _run("gnn_only", "GNN", "rgcn", "embedded", "chm_apl", 42, 0.1, 0.9, 0.0, 9, 150, 1),
+    ]
+)
+
+
+def test_macro_pool_means_relations_then_seeds():
+    out = pool(RUNS.filter(pl.col("tag.method") == "hygrail"), ["tag.backbone"], "macro").to_dicts()[0]
+    # seed 42: (0.5 + 0.3) / 2 = 0.4; seed 43: (0.7 + 0.5) / 2 = 0.6 -> 0.5 ± std(0.4, 0.6)
+    assert out["test_f1"] == pytest.approx(0.5)
+    assert out["test_f1_std"] == pytest.approx(0.1414213, rel=1e-5)
+    assert out["test_call_rate"] == pytest.approx(0.4)
+    assert out["seeds"] == 2 and out["relations"] == 2
+
+
+def test_micro_pool_recomputes_from_counts():
+    out = pool(RUNS.filter((pl.col("tag.method") == "hygrail") & (pl.col("param.seed") == "42")), ["tag.backbone"], "micro")
+    row = out.to_dicts()[0]
+    tp, fp, fn = 6, 10, 14
+    assert row["test_recall"] == pytest.approx(tp / (tp + fn))
+    assert row["test_f1"] == pytest.approx(2 * tp / (2 * tp + fp + fn))
+
+
+def test_tables_have_the_paper_rows():
+    md, flat = table2(RUNS)
+    assert "**GNN backbone: rgcn**" in md
+    assert "| GNN | 0.900 | 0.100 |" in md  # GNN-only does not depend on the LLM column
+    assert "| HyGRAIL-Auto | 0.400 ± 0.141 | 0.500 ± 0.141 |" in md
+    assert set(flat["method"]) == {"GNN", "HyGRAIL-Auto"}
+    md3, t3 = table3(RUNS)
+    assert t3.to_dicts() == [{"backbone": "rgcn", "test_call_rate": pytest.approx(0.4), "reduction": pytest.approx(0.6)}]
+    assert "| rgcn | 40.00% | 60.00% |" in md3
+
+
+def test_ablation_figures_draw_one_series_per_llm():
+    rows = [
+        _run("hygrail", "HyGRAIL-Auto", "hgt", llm, "chm_apl", 42, f1, 0.5, 0.3, 1, 1, 1, **{"evidence.budget": b, "evidence.sides": s,
+             "routing.m": "0.98", "routing.n": "0.5"})
+        for llm in ("qwen3_4b", "qwen3_14b") for b, s, f1 in (("0.5", "left", 0.2), ("1", "both", 0.4), ("2", "right", 0.3))
+    ]
+    runs = pl.DataFrame(rows)
+    fig = ablation_figure(runs, "evidence.budget", "budget", "Fig. 3")
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 2 and list(lines[0].get_xdata()) == [0.5, 1.0, 2.0] and list(lines[0].get_ydata()) == [0.2, 0.4, 0.3]
+    assert len(ablation_figure(runs, "evidence.sides", "sides", "Fig. 4", kind="bar").axes[0].patches) == 6
+    assert len(purity_figure(runs).axes[0].collections[0].get_offsets()) == 1
