@@ -9,11 +9,9 @@ cell did (figures for MLflow, per-hypothesis predictions, a sample of evidence t
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 import polars as pl
@@ -25,7 +23,6 @@ from hygrail.data.split import Split, temporal_split
 from hygrail.kg import KG, DataError
 from hygrail.metrics import prf
 
-log = logging.getLogger("hygrail")
 
 
 @dataclass
@@ -84,7 +81,7 @@ def gnn_stage(cfg: DictConfig, kg: KG, split: Split):
     from hygrail.triage.routing import f1_threshold
     from hygrail.triage.train import triage_scores
 
-    scores = triage_scores(split, _plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage")
+    scores = triage_scores(split, _plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage", progress=True)
     threshold = f1_threshold(scores.val, _labels(split)[0])
     metrics, predictions = _thresholded(kg, split, scores.val, scores.test, threshold, "gnn_")
     metrics |= {"gnn_fit_seconds": scores.fit_seconds, "gnn_cache_hit": float(scores.cache_hit)}

@@ -7,15 +7,12 @@ a plain function elsewhere.
 from __future__ import annotations
 
 import json
-import logging
 import sys
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from hygrail.kg import DataError
-
-log = logging.getLogger("hygrail")
 
 
 def stats(cfg: DictConfig) -> dict:

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
+from tqdm import tqdm
 
 from hygrail.cache import DiskCache, content_key
 from hygrail.data.split import SPLITS, Split
@@ -50,18 +51,20 @@ class Scores:
     checkpoint: Path | None  # Lightning checkpoint of those weights (None without a cache)
 
 
-def triage_scores(split: Split, backbone_cfg: Mapping, seed: int, cache_dir: Path | None) -> Scores:
+def triage_scores(
+    split: Split, backbone_cfg: Mapping, seed: int, cache_dir: Path | None, progress: bool = False
+) -> Scores:
     """Scores of the val/test hypotheses from ``backbone_cfg`` trained with ``seed`` (cached)."""
     cfg = plain_config(backbone_cfg)
     key = cache_key(split, cfg, seed)
     if cache_dir is None:
-        run = fit(split, cfg, seed)
+        run = fit(split, cfg, seed, progress)
         return Scores(run.scores["val"], run.scores["test"], key, False, run.seconds, run.best_epoch, None)
 
     fitted: list[FitResult] = []
 
     def write(tmp: Path) -> None:
-        run = fit(split, cfg, seed)
+        run = fit(split, cfg, seed, progress)
         fitted.append(run)
         np.savez(tmp / "scores.npz", val=run.scores["val"], test=run.scores["test"])
         run.trainer.save_checkpoint(tmp / "model.ckpt", weights_only=True)
@@ -151,8 +154,9 @@ def fit(split: Split, cfg: Mapping, seed: int, progress: bool = False) -> FitRes
             deterministic=True,
             logger=False,
             enable_checkpointing=False,
-            enable_progress_bar=progress,
+            enable_progress_bar=False,
             enable_model_summary=False,
+            callbacks=[EpochBar(f"{cfg['name']} {split.relation.name}")] if progress else None,
         )
         t0 = time.perf_counter()
         trainer.fit(module, _one_batch(batches["train"]), _one_batch(batches["val"]))
@@ -161,6 +165,22 @@ def fit(split: Split, cfg: Mapping, seed: int, progress: bool = False) -> FitRes
     best_epoch = module.best_epoch if module.best_state is not None else epochs
     scores = {p: predict(module, batches[p]) for p in ("val", "test")}
     return FitResult(module, trainer, scores, seconds, best_epoch)
+
+
+class EpochBar(L.Callback):
+    """One tqdm bar over epochs: Lightning's own bar redraws for every one-batch epoch."""
+
+    def __init__(self, desc: str):
+        self.desc, self.bar = desc, None
+
+    def on_train_start(self, trainer, pl_module):
+        self.bar = tqdm(total=trainer.max_epochs, desc=f"train {self.desc}", unit="epoch", leave=False)
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        self.bar.update(1)
+
+    def on_train_end(self, trainer, pl_module):
+        self.bar.close()
 
 
 def build_backbone(graph_kg: KG, relation, cfg: Mapping):

@@ -1,0 +1,37 @@
+"""The CLI as a user meets it: one-line errors and a non-zero exit for bad input, JSON stats."""
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def _sweep(*args, tmp_path):
+    return subprocess.run(
+        [sys.executable, "-m", "hygrail.sweep", *args, f"paths.outputs={tmp_path}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+
+
+def test_bad_data_path_is_one_line_and_non_zero(tmp_path):
+    proc = _sweep("task=stats", "data=csv", f"data.path={tmp_path / 'missing'}", tmp_path=tmp_path)
+    assert proc.returncode != 0
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "nodes.csv" in err[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_unknown_method_is_one_line(tmp_path):
+    proc = _sweep("task=run", "method.name=nope", tmp_path=tmp_path)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: method='nope'")
+
+
+def test_stats_json_has_table_4_to_6_figures(tmp_path):
+    proc = _sweep("task=stats", "format=json", tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["num_nodes"] == 3000 and out["num_edges"] == 9874
+    assert out["nodes"]["CHM"] == 661 and out["relation_edges"]["chm_apl"] == 194
+    assert out["splits"]["chm_apl"]["test"] == {"pos": 39, "neg": 780}
