@@ -9,6 +9,7 @@ cell did (figures for MLflow, per-hypothesis predictions, a sample of evidence t
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,8 @@ from hygrail.data import load_kg
 from hygrail.data.split import Split, temporal_split
 from hygrail.kg import KG, DataError
 from hygrail.metrics import prf
+
+log = logging.getLogger("hygrail")
 
 
 
@@ -75,46 +78,62 @@ def _thresholded(kg, split, s_val, s_test, threshold, prefix: str) -> tuple[dict
     return metrics, _predictions(kg, split, s_val, s_test, p_val, p_test)
 
 
-def gnn_stage(cfg: DictConfig, kg: KG, split: Split):
-    """Paper §3.1: backbone scores (trained once per relation/backbone/seed, then cached) and the
-    GNN-only decision at the validation max-F1 threshold."""
-    from hygrail.triage.routing import f1_threshold
+@dataclass
+class Triage:
+    """Paper §3.1 on one split: scores, the GNN-only threshold, the band and the three-way routes."""
+
+    scores: object  # hygrail.triage.train.Scores
+    threshold: float
+    band: tuple[float, float]  # clipped to [0, 1]: an infeasible side's infinite cut routes the same
+    route_val: np.ndarray  # 0 below a*, 1 above b*, -1 routed
+    route_test: np.ndarray
+
+
+def gnn_stage(cfg: DictConfig, kg: KG, split: Split) -> tuple[Triage, dict, pl.DataFrame]:
+    """Backbone scores (trained once per relation/backbone/seed, then cached), the GNN-only decision
+    at the validation max-F1 threshold, and the purity band [a*, b*] with its call rates."""
+    from hygrail.triage.routing import f1_threshold, purity_interval, route
     from hygrail.triage.train import triage_scores
 
+    y_val = _labels(split)[0]
     scores = triage_scores(split, _plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage", progress=True)
-    threshold = f1_threshold(scores.val, _labels(split)[0])
+    threshold = f1_threshold(scores.val, y_val)
     metrics, predictions = _thresholded(kg, split, scores.val, scores.test, threshold, "gnn_")
-    metrics |= {"gnn_fit_seconds": scores.fit_seconds, "gnn_cache_hit": float(scores.cache_hit)}
-    return scores, threshold, metrics, predictions
+    band = purity_interval(scores.val, y_val, float(cfg.routing.m), float(cfg.routing.n))
+    t = Triage(scores, threshold, (float(np.clip(band.a, 0, 1)), float(np.clip(band.b, 0, 1))),
+               route(scores.val, band), route(scores.test, band))
+    metrics |= {
+        "gnn_fit_seconds": scores.fit_seconds,
+        "gnn_cache_hit": float(scores.cache_hit),
+        "band_a": t.band[0],
+        "band_b": t.band[1],
+        "band_val_call_rate": float(np.mean(t.route_val == -1)),
+        "band_test_call_rate": float(np.mean(t.route_test == -1)),
+    }
+    return t, metrics, predictions.with_columns(pl.Series("route", np.concatenate([t.route_val, t.route_test]).astype(np.int8)))
 
 
 def run_gnn_only(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
-    _, threshold, metrics, predictions = gnn_stage(cfg, kg, split)
+    t, metrics, predictions = gnn_stage(cfg, kg, split)
     y_test = _labels(split)[1]
     metrics |= prf(y_test, predictions.filter(pl.col("split") == "test")["gnn_pred"].to_numpy(), "test_")
-    metrics |= {"test_call_rate": 0.0, "val_call_rate": 0.0}
-    return CellResult(metrics, predictions.with_columns(pl.col("gnn_pred").alias("pred")), gnn_threshold=threshold)
+    metrics |= {"test_call_rate": 0.0, "val_call_rate": 0.0}  # no LLM; band_*_call_rate says what HyGRAIL would route
+    return CellResult(metrics, predictions.with_columns(pl.col("gnn_pred").alias("pred")), band=t.band, gnn_threshold=t.threshold)
 
 
 def run_hygrail(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
     """Paper §3: triage band -> evidence -> text -> review -> gamma; the GNN decides outside the band."""
-    from hygrail.triage.routing import purity_interval, route
-
-    scores, threshold, metrics, predictions = gnn_stage(cfg, kg, split)
+    t, metrics, predictions = gnn_stage(cfg, kg, split)
+    scores, threshold, r_val, r_test = t.scores, t.threshold, t.route_val, t.route_test
     y_val, y_test = _labels(split)
     gnn_val = predictions.filter(pl.col("split") == "val")["gnn_pred"].to_numpy()
     gnn_test = predictions.filter(pl.col("split") == "test")["gnn_pred"].to_numpy()
-    band = purity_interval(scores.val, y_val, float(cfg.routing.m), float(cfg.routing.n))
-    r_val, r_test = route(scores.val, band), route(scores.test, band)
     budget = cfg.method.get("review_budget") or {}
     pick_val = review_order(scores.val, r_val == -1, threshold, budget.get("val"))
     pick_test = review_order(scores.test, r_test == -1, threshold, budget.get("test"))
     metrics |= {
-        # An infeasible side is an infinite cut; scores live in [0, 1], so clipping routes the same.
-        "band_a": float(np.clip(band.a, 0.0, 1.0)),
-        "band_b": float(np.clip(band.b, 0.0, 1.0)),
-        "val_call_rate": float(np.mean(r_val == -1)),
-        "test_call_rate": float(np.mean(r_test == -1)),
+        "val_call_rate": metrics["band_val_call_rate"],
+        "test_call_rate": metrics["band_test_call_rate"],
         "val_reviewed": len(pick_val),
         "test_reviewed": len(pick_test),
         # routed but over the review budget: decided by the GNN-only threshold instead
@@ -127,11 +146,10 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
     final_test = _combine(r_test, gnn_test, pick_test, review.test_decision)
     metrics |= review.metrics | prf(y_test, final_test, "test_") | prf(y_val, final_val, "val_")
     predictions = predictions.with_columns(
-        pl.Series("route", np.concatenate([r_val, r_test]).astype(np.int8)),
         pl.Series("pred", np.concatenate([final_val, final_test]).astype(np.int8)),
         *review.columns(split),
     )
-    return CellResult(metrics, predictions, review.samples[: int(cfg.log_samples)], (metrics["band_a"], metrics["band_b"]), threshold)
+    return CellResult(metrics, predictions, review.samples[: int(cfg.log_samples)], t.band, threshold)
 
 
 def stratified_cap(labels: np.ndarray, cap: int | None, seed: int) -> np.ndarray:
@@ -215,6 +233,7 @@ class Reviewer:
         self.templates = _plain(cfg.relation)["templates"]
         self.evidence_cfg = _plain(cfg.evidence)
         self.client = ReviewClient(_plain(cfg.llm), Path(cfg.paths.cache) / "llm.sqlite")
+        self.naturalize_failures = 0  # LLM-naturalization calls that failed (template text used instead)
 
     def run(self, split: Split, pick_val, pick_test, s_val, s_test, fb_val, fb_test, base_val=None) -> Review:
         """Review the picked hypotheses; gamma maximises validation F1 of the final decision, whose
@@ -236,13 +255,14 @@ class Reviewer:
             y, p = y_val[rest], base_val[rest]
             base = (int(np.sum((y == 1) & (p == 1))), int(np.sum((y == 0) & (p == 1))), int(np.sum((y == 1) & (p == 0))))
         gamma = choose_gamma(res_val, y_val[pick_val], fb_val, on_failure, base_counts=base)
-        metrics = {"gamma": gamma, "llm_wall_seconds": time.perf_counter() - t0}
+        metrics = {"gamma": gamma, "llm_wall_seconds": time.perf_counter() - t0,
+                   "llm_naturalize_failures": float(self.naturalize_failures)}
         metrics |= {f"llm_{k}": float(v) for k, v in self.client.usage().items()}
         return Review(pick_val, pick_test, res_val, res_test, decide(res_val, gamma, fb_val, on_failure),
                       decide(res_test, gamma, fb_test, on_failure), metrics, samples_val + samples_test)
 
-    def text(self, ev, score: float) -> tuple[str, str | None]:
-        from hygrail.evidence.naturalize import render, structured_lines
+    def text(self, ev, score: float, summary: str | None = None) -> tuple[str, str | None]:
+        from hygrail.evidence.naturalize import llm_naturalize, render, structured_lines
 
         statement = render(ev, "none", self.templates)
         if self.mode == "none":
@@ -250,17 +270,29 @@ class Reviewer:
         if self.mode == "kgfm":
             context = "\n".join(structured_lines(ev, self.templates))
             return statement, f"Hypothesis: {statement}\nKnowledge graph context:\n{context}"
-        return statement, render(ev, self.mode, self.templates, score, self.evidence_cfg, chat=self.client.chat)
+        if self.mode == "llm" and summary is not None:
+            # The naturalizer's summary was fetched in one concurrent batch (see review()).
+            return statement, llm_naturalize(ev, self.templates, lambda _: summary, score, self.evidence_cfg)
+        return statement, render(ev, "template", self.templates, score, self.evidence_cfg)
 
     def review(self, part: pl.DataFrame, idx: np.ndarray, scores: np.ndarray, name: str):
+        from hygrail.evidence.naturalize import naturalize_messages
         from hygrail.evidence.retrieve import retrieve
         from hygrail.review.client import ReviewRequest
 
         src, dst, labels = part["src"].to_numpy(), part["dst"].to_numpy(), part["label"].to_numpy()
+        evidence = [retrieve(self.split.train_graph, int(src[i]), int(dst[i]), self.split.relation, self.evidence_cfg)
+                    for i in tqdm(idx, desc=f"evidence ({name})", unit="hyp", disable=len(idx) < 50)]
+        summaries = [None] * len(evidence)
+        if self.mode == "llm":
+            summaries = self.client.chat_many([naturalize_messages(ev, self.templates) for ev in evidence])
+            failed = sum(s is None for s in summaries)
+            self.naturalize_failures += failed
+            if failed:
+                log.warning("%d of %d LLM naturalizations failed; those hypotheses got template evidence", failed, len(evidence))
         requests, samples = [], []
-        for i in tqdm(idx, desc=f"evidence ({name})", unit="hyp", disable=len(idx) < 50):
-            ev = retrieve(self.split.train_graph, int(src[i]), int(dst[i]), self.split.relation, self.evidence_cfg)
-            statement, text = self.text(ev, float(scores[i]))
+        for i, ev, summary in zip(idx, evidence, summaries):
+            statement, text = self.text(ev, float(scores[i]), summary)
             requests.append(ReviewRequest(hypothesis=statement, evidence=text))
             samples.append({"split": name, "left": ev.left.name, "right": ev.right.name, "score": float(scores[i]),
                             "label": int(labels[i]), "hypothesis": statement, "evidence": text, "structured": ev.to_dict()})

@@ -48,7 +48,8 @@ def run(cfg: DictConfig) -> dict:
         f"{cfg.relation.name} {cfg.backbone.name} {tracking.method_label(cfg)}: "
         f"GNN P/R/F1 {m['gnn_test_precision']:.3f}/{m['gnn_test_recall']:.3f}/{m['gnn_test_f1']:.3f} | "
         f"method P/R/F1 {m['test_precision']:.3f}/{m['test_recall']:.3f}/{m['test_f1']:.3f} | "
-        f"test call rate {m['test_call_rate']:.1%} | MLflow run {run_id}"
+        f"band [{m['band_a']:.3f}, {m['band_b']:.3f}] routes {m['band_test_call_rate']:.1%} of test | "
+        f"LLM call rate {m['test_call_rate']:.1%} | MLflow run {run_id}"
     )
     return m
 

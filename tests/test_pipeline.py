@@ -105,3 +105,17 @@ def test_kgfm_reviews_every_candidate_within_the_cap_and_reaches_the_report(tmp_
     assert row["llm"] == "scripted" and row["test_f1"] == 1.0
     samples = json.loads(json.dumps(res.samples))
     assert samples and samples[0]["review"] in ("yes", "no")
+
+
+def test_llm_naturalization_is_batched_then_reviewed(tmp_path, server):
+    server.script("You summarise knowledge-graph evidence", Reply("Graph evidence: both entities share Photocatalysis."))
+    cfg = _cfg(tmp_path, server.base_url, "method=hygrail", "evidence=llm",
+               "method.review_budget.val=3", "method.review_budget.test=4")
+    res = run_cell(cfg)
+    m = res.metrics
+    # one naturalization and one review per reviewed hypothesis, through the same client and cache
+    assert server.count == 2 * (3 + 4) and m["llm_naturalize_failures"] == 0
+    reviews = [r for r in server.requests if "summarise" not in r["messages"][0]["content"]]
+    assert len(reviews) == 7
+    user = reviews[0]["messages"][-1]["content"]
+    assert user.startswith("Hypothesis: ") and "Graph evidence: both entities share Photocatalysis." in user
