@@ -45,7 +45,8 @@ ui: $(VENV)/.installed ## MLflow UI on 127.0.0.1:5000 for outputs/mlflow.db
 	  --backend-store-uri sqlite:///$(CURDIR)/outputs/mlflow.db
 
 serve: ## on a GPU machine with vLLM: serve one paper model with Table 8 settings (LLM=qwen3_4b)
-	$(PYTHON) -m hygrail.review.serve llm=$(or $(LLM),qwen3_4b)
+	@# the environment that has vLLM (not .venv: vLLM pins its own torch); hygrail installed there with -e .
+	python -m hygrail.review.serve llm=$(or $(LLM),qwen3_4b)
 
 sweep: $(VENV)/.installed ## paper Table 2/3 with the served LLMs (vLLM endpoints from conf/llm/*.yaml), then the tables
 	$(PYTHON) -m hygrail.sweep -m experiment=main_table hydra/launcher=joblib hydra.launcher.n_jobs=$(or $(JOBS),4)

@@ -265,8 +265,6 @@ class Reviewer:
         from hygrail.evidence.naturalize import llm_naturalize, render, structured_lines
 
         statement = render(ev, "none", self.templates)
-        if self.mode == "none":
-            return statement, None
         if self.mode == "kgfm":
             context = "\n".join(structured_lines(ev, self.templates))
             return statement, f"Hypothesis: {statement}\nKnowledge graph context:\n{context}"
@@ -281,11 +279,20 @@ class Reviewer:
         from hygrail.review.client import ReviewRequest
 
         src, dst, labels = part["src"].to_numpy(), part["dst"].to_numpy(), part["label"].to_numpy()
+        if self.mode == "none":  # HyGRAIL-NE: the statement only, nothing to retrieve
+            statements = [self.templates["hypothesis"].format(left=self.kg.label(int(src[i])), right=self.kg.label(int(dst[i])))
+                          for i in idx]
+            results = self.client.review_many([ReviewRequest(hypothesis=s) for s in statements])
+            samples = [{"split": name, "score": float(scores[i]), "label": int(labels[i]), "hypothesis": s, "evidence": None,
+                        "review": r.review, "confidence": r.confidence, "reasoning": r.reasoning, "failure": r.failure}
+                       for i, s, r in zip(idx, statements, results)]
+            return results, samples
         evidence = [retrieve(self.split.train_graph, int(src[i]), int(dst[i]), self.split.relation, self.evidence_cfg)
                     for i in tqdm(idx, desc=f"evidence ({name})", unit="hyp", disable=len(idx) < 50)]
         summaries = [None] * len(evidence)
         if self.mode == "llm":
-            summaries = self.client.chat_many([naturalize_messages(ev, self.templates) for ev in evidence])
+            summaries = self.client.chat_many([naturalize_messages(ev, self.templates) for ev in evidence],
+                                              max_tokens=int(self.evidence_cfg["naturalize_max_tokens"]))
             failed = sum(s is None for s in summaries)
             self.naturalize_failures += failed
             if failed:

@@ -2,7 +2,8 @@
 
 ``python -m hygrail.report [--uri URI] [--experiment NAME ...] [--out DIR]`` writes Table 2
 (recall/F1 per method x LLM x backbone), Table 3 (call rate and reduction per backbone) as markdown
-and CSV, and Figs. 2-4 plus F1 vs call rate across (m, n) as PNG.
+and CSV, and with --figures Figs. 3-4 plus F1 vs call rate across (m, n) as PNG. Fig. 2 (score
+distribution and band) is drawn by ``score_figure`` for every cell and logged as its artifact.
 
 Pooling: the paper's Table 3 average (45.64%) is the plain mean of its three backbone rows, so its
 numbers are means over cells; we therefore pool by macro-averaging per-relation test metrics
@@ -103,7 +104,8 @@ def _cell(row: dict | None, metric: str) -> str:
 
 def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
     """Paper Table 2: rows method per backbone block, columns (Rec., F1) per LLM."""
-    llms = sorted(runs.filter(pl.col("tag.method") != "gnn_only")["tag.llm"].unique().drop_nulls().to_list())
+    # GNN-only and TSH runs carry the default llm tag too, but no LLM was involved.
+    llms = sorted(runs.filter(pl.col("tag.method").is_in(["hygrail", "kgfm"]))["tag.llm"].unique().drop_nulls().to_list())
     hy = pool(runs.filter(pl.col("tag.method") == "hygrail"), ["tag.method_label", "tag.backbone", "tag.llm"], how)
     gnn = pool(runs.filter(pl.col("tag.method") == "gnn_only"), ["tag.backbone"], how)
     kgfm = pool(runs.filter(pl.col("tag.method") == "kgfm"), ["tag.llm"], how) if "kgfm" in runs["tag.method"] else None

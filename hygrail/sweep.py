@@ -44,13 +44,14 @@ def run(cfg: DictConfig) -> dict:
     result = run_cell(cfg)
     run_id = tracking.log_cell(cfg, result, sweep)
     m = result.metrics
-    print(
-        f"{cfg.relation.name} {cfg.backbone.name} {tracking.method_label(cfg)}: "
-        f"GNN P/R/F1 {m['gnn_test_precision']:.3f}/{m['gnn_test_recall']:.3f}/{m['gnn_test_f1']:.3f} | "
-        f"method P/R/F1 {m['test_precision']:.3f}/{m['test_recall']:.3f}/{m['test_f1']:.3f} | "
-        f"band [{m['band_a']:.3f}, {m['band_b']:.3f}] routes {m['band_test_call_rate']:.1%} of test | "
-        f"LLM call rate {m['test_call_rate']:.1%} | MLflow run {run_id}"
-    )
+    line = [f"{cfg.relation.name} {cfg.backbone.name} {tracking.method_label(cfg)}:"]
+    if "gnn_test_f1" in m:  # TSH and KG-FM train no GNN
+        line.append(f"GNN P/R/F1 {m['gnn_test_precision']:.3f}/{m['gnn_test_recall']:.3f}/{m['gnn_test_f1']:.3f} |")
+    line.append(f"method P/R/F1 {m['test_precision']:.3f}/{m['test_recall']:.3f}/{m['test_f1']:.3f} |")
+    if "band_a" in m:
+        line.append(f"band [{m['band_a']:.3f}, {m['band_b']:.3f}] routes {m['band_test_call_rate']:.1%} of test |")
+    line.append(f"LLM call rate {m['test_call_rate']:.1%} | MLflow run {run_id}")
+    print(" ".join(line))
     return m
 
 

@@ -35,3 +35,18 @@ def test_stats_json_has_table_4_to_6_figures(tmp_path):
     assert out["num_nodes"] == 3000 and out["num_edges"] == 9874
     assert out["nodes"]["CHM"] == 661 and out["relation_edges"]["chm_apl"] == 194
     assert out["splits"]["chm_apl"]["test"] == {"pos": 39, "neg": 780}
+
+
+def test_baseline_cells_run_through_the_sweep(tmp_path):
+    from scripted_server import ScriptedServer
+
+    small = ["data.scale=0.5", "tracking.experiment=cli_test"]
+    tsh = _sweep("method=tsh", "method.embedding=false", *small, tmp_path=tmp_path)
+    assert tsh.returncode == 0, tsh.stderr[-2000:]
+    assert "chm_apl rgcn TSH: method P/R/F1" in tsh.stdout and "GNN P/R/F1" not in tsh.stdout
+    with ScriptedServer() as server:
+        kgfm = _sweep("method=kgfm", "llm=scripted", f"llm.base_url={server.base_url}",
+                      "method.cap.val=10", "method.cap.test=10", *small, tmp_path=tmp_path)
+        assert kgfm.returncode == 0, kgfm.stderr[-2000:]
+        assert server.count == 20
+    assert "KG-FM: method P/R/F1" in kgfm.stdout and "LLM call rate 100.0%" in kgfm.stdout

@@ -23,6 +23,7 @@ RUNS = pl.DataFrame(
         _run("hygrail", "HyGRAIL-Auto", "rgcn", "qwen3_4b", "chm_apl", 43, 0.7, 0.6, 0.5, 6, 2, 4),
         _run("hygrail", "HyGRAIL-Auto", "rgcn", "qwen3_4b", "chm_pro", 43, 0.5, 0.4, 0.3, 4, 4, 6),
         _run("gnn_only", "GNN", "rgcn", "embedded", "chm_apl", 42, 0.1, 0.9, 0.0, 9, 150, 1),
+        _run("tsh", "TSH", "rgcn", "embedded", "chm_apl", 42, 0.2, 0.3, 0.0, 3, 17, 7),
     ]
 )
 
@@ -49,7 +50,9 @@ def test_tables_have_the_paper_rows():
     assert "**GNN backbone: rgcn**" in md
     assert "| GNN | 0.900 | 0.100 |" in md  # GNN-only does not depend on the LLM column
     assert "| HyGRAIL-Auto | 0.400 ± 0.141 | 0.500 ± 0.141 |" in md
-    assert set(flat["method"]) == {"GNN", "HyGRAIL-Auto"}
+    assert "| TSH | 0.300 | 0.200 |" in md
+    assert "embedded" not in md  # GNN-only/TSH runs carry a default llm tag but used no LLM
+    assert set(flat["method"]) == {"GNN", "HyGRAIL-Auto", "TSH"}
     md3, t3 = table3(RUNS)
     assert t3.to_dicts() == [{"backbone": "rgcn", "test_call_rate": pytest.approx(0.4), "reduction": pytest.approx(0.6)}]
     assert "| rgcn | 40.00% | 60.00% |" in md3

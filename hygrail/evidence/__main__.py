@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--left", help="name of the left (relation source) entity")
     ap.add_argument("--right", help="name of the right (relation target) entity")
     ap.add_argument("--sample", type=int, default=3, help="random test hypotheses when no names are given")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="seeds the random sample of hypotheses")
+    ap.add_argument("--split-seed", type=int, default=42, help="the sweep's split seed, so the training graph is the same")
     ap.add_argument("--score", type=float, help="GNN score to show in the text")
     ap.add_argument("--json", action="store_true", help="also print the structured evidence")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. evidence.k=8 data.path=/data/matkg")
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
         relation = kg.schema.relation(cfg.relation.name)
         # The sweep's split settings when given (``+split.neg_ratio=5``), else the paper's.
         split_cfg = OmegaConf.to_container(cfg.split) if "split" in cfg else {}
-        split = temporal_split(kg, relation, **{"seed": args.seed, **split_cfg})
+        split = temporal_split(kg, relation, **{"seed": args.split_seed, **split_cfg})
         hypotheses = pick(split, kg, args)
     except DataError as e:
         sys.exit(f"error: {e}")

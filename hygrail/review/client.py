@@ -31,6 +31,7 @@ from hygrail.review.contract import (
     p_yes_from_logprobs,
     parse_review,
     review_schema,
+    strip_thinking,
     trim_logprobs,
 )
 from hygrail.review.prompts import STYLES, review_messages
@@ -133,7 +134,8 @@ class ReviewClient:
 
     async def achat_many(self, conversations: Sequence[list[dict]], max_tokens: int | None = None) -> list[str | None]:
         replies = await self._run([self._request(m, max_tokens=max_tokens) for m in conversations], desc="chat")
-        return [None if r.get("failure") else (r.get("content") or None) for r in replies]
+        # Reasoning models (Ministral/Magistral) keep their thinking: it is not the answer.
+        return [None if r.get("failure") else (strip_thinking(r.get("content") or "").strip() or None) for r in replies]
 
     def usage(self) -> dict:
         """Totals for this client. Tokens and `seconds` (server time) count every request, cached
