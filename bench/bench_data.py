@@ -26,10 +26,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from omegaconf import OmegaConf
+
+from hygrail.data import data_config
 
 ROOT = Path(__file__).resolve().parents[1]
-CONF = ROOT / "conf"
 # Paper Table 6: (pos, neg) per split.
 TABLE6 = {
     "chm_apl": [(137, 2714), (18, 390), (39, 776)],
@@ -42,12 +42,7 @@ TABLE6 = {
 }
 
 
-def data_cfg(**over) -> dict:
-    cfg = OmegaConf.to_container(OmegaConf.load(CONF / "data/matkg_synthetic.yaml"))
-    cfg.pop("defaults")
-    cfg["schema"] = OmegaConf.to_container(OmegaConf.load(CONF / "data/schema/matkg.yaml"))
-    cfg.update(over)
-    return cfg
+data_cfg = data_config
 
 
 def peak_gb() -> float:

@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 from omegaconf import OmegaConf
 
+from hygrail.data import data_config
 from hygrail.data.split import temporal_split
 from hygrail.evidence.naturalize import render
 from hygrail.evidence.retrieve import retrieve
@@ -87,9 +88,7 @@ def synthetic(scale: float) -> KG | None:
         from hygrail.data.synthetic import generate
     except ImportError:
         return None
-    cfg = OmegaConf.to_container(OmegaConf.load(CONF / "data/matkg_synthetic.yaml"))
-    cfg["schema"] = OmegaConf.to_container(OmegaConf.load(CONF / "data/schema/matkg.yaml"))
-    cfg["scale"] = scale
+    cfg = data_config(scale=scale)
     return generate(Schema.from_config(cfg["schema"]), cfg)
 
 

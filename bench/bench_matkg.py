@@ -30,15 +30,14 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from omegaconf import OmegaConf
 
+from hygrail.data import data_config
 from hygrail.data.matkg import load_matkg
 from hygrail.data.split import temporal_split
 from hygrail.data.subgraph import sample_subgraph
 from hygrail.data.synthetic import generate
 from hygrail.kg import KG, Schema
 
-CONF = Path(__file__).resolve().parents[1] / "conf" / "data"
 RELATION = "chm_apl"
 SUBGRAPH_NODES = 3000
 TARGET_S, TARGET_GB = 60.0, 4.0
@@ -47,10 +46,8 @@ CHUNK_MENTIONS = 2_000_000  # ENTPTNERDOI rows built and written at a time, to b
 
 
 def schema_and_cfg(scale: float) -> tuple[Schema, dict]:
-    cfg = OmegaConf.to_container(OmegaConf.load(CONF / "matkg_synthetic.yaml"))
-    cfg.pop("defaults")
-    cfg["scale"] = scale
-    return Schema.from_config(OmegaConf.to_container(OmegaConf.load(CONF / "schema/matkg.yaml"))), cfg
+    cfg = data_config(scale=scale)
+    return Schema.from_config(cfg["schema"]), cfg
 
 
 def peak_gb() -> float:

@@ -29,7 +29,7 @@ import torch
 from omegaconf import OmegaConf
 from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
 
-from hygrail.data import load_kg
+from hygrail.data import data_config, load_kg
 from hygrail.data.split import temporal_split
 from hygrail.triage.routing import f1_threshold, purity_interval, route
 from hygrail.triage.train import build_module, fit, predict
@@ -38,11 +38,7 @@ CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
 def data_cfg(scale: float) -> dict:
-    cfg = OmegaConf.to_container(OmegaConf.load(CONF / "data/matkg_synthetic.yaml"))
-    cfg.pop("defaults")
-    cfg["schema"] = OmegaConf.to_container(OmegaConf.load(CONF / "data/schema/matkg.yaml"))
-    cfg["scale"] = scale
-    return cfg
+    return data_config(scale=scale)
 
 
 def backbone_cfg(name: str, epochs: int | None) -> dict:

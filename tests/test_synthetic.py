@@ -3,15 +3,18 @@
 import numpy as np
 import polars as pl
 import pytest
-from omegaconf import OmegaConf
 from sklearn.metrics import roc_auc_score
 
-from hygrail.data import load_kg, vocab
+from hygrail.data import data_config, load_kg, vocab
 from hygrail.data.split import temporal_split
-from hygrail.data.synthetic import BRIDGE, NOISE, edge_targets, generate, generate_with_topics
+from hygrail.data.synthetic import (
+    BRIDGE,
+    NOISE,
+    edge_targets,
+    generate,
+    generate_with_topics,
+)
 from hygrail.kg import DataError
-
-from conftest import CONF
 
 TABLE4 = {"CHM": 661, "PRO": 1013, "APL": 419, "SMT": 221, "DSC": 205, "CMT": 448, "SPL": 33}
 TABLE5 = {
@@ -21,12 +24,7 @@ TABLE5 = {
 TABLE6_TOTALS = {"train": 29_543, "val": 4_222, "test": 8_445}
 
 
-def _cfg(**over) -> dict:
-    cfg = OmegaConf.to_container(OmegaConf.load(CONF / "data/matkg_synthetic.yaml"))
-    cfg.pop("defaults")
-    cfg["schema"] = OmegaConf.to_container(OmegaConf.load(CONF / "data/schema/matkg.yaml"))
-    cfg.update(over)
-    return cfg
+_cfg = data_config
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
+from omegaconf import OmegaConf
+
 from hygrail.kg import KG, DataError, Schema
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+def data_config(name: str = "matkg_synthetic", **overrides) -> dict:
+    """``conf/data/<name>.yaml`` with its schema filled in, as a plain dict, for scripts and tests
+    that build a KG without composing the whole Hydra app."""
+    cfg = OmegaConf.to_container(OmegaConf.load(CONF / "data" / f"{name}.yaml"))
+    schema = next(d["schema"] for d in cfg.pop("defaults", []) if isinstance(d, dict) and "schema" in d)
+    cfg["schema"] = OmegaConf.to_container(OmegaConf.load(CONF / "data" / "schema" / f"{schema}.yaml"))
+    return cfg | overrides
 
 
 def load_kg(cfg: Mapping) -> KG:
