@@ -405,21 +405,25 @@ def test_wrong_orientation_is_a_data_error(kg, rel):
         retrieve(kg, ID["battery"], ID["LiFePO4"], rel, CFG)
 
 
-def test_held_out_edges_never_appear(matkg_schema, rel):
-    rng = np.random.default_rng(7)
-    types = ["CHM"] * 40 + ["APL"] * 30 + ["PRO"] * 30
-    pairs = sorted({tuple(sorted(p)) for p in rng.integers(0, 100, (700, 2)) if p[0] != p[1]})
-    nodes = pl.DataFrame({"name": [f"n{i}" for i in range(100)], "type": types})
+def random_kg(schema, sizes: dict[str, int], draws: int, seed: int) -> KG:
+    """Nodes n0, n1, ... typed in ``sizes`` order, edges between ``draws`` random distinct pairs."""
+    rng = np.random.default_rng(seed)
+    types = [t for t, n in sizes.items() for _ in range(n)]
+    pairs = sorted({tuple(sorted(p)) for p in rng.integers(0, len(types), (draws, 2)) if p[0] != p[1]})
     edges = pl.DataFrame(
         {
             "u": [a for a, _ in pairs],
             "v": [b for _, b in pairs],
-            "type": [matkg_schema.edge_type(types[a], types[b]) for a, b in pairs],
+            "type": [schema.edge_type(types[a], types[b]) for a, b in pairs],
             "count": rng.integers(30, 300, len(pairs)),
             "year": rng.integers(2000, 2020, len(pairs)),
         }
     )
-    full = KG(matkg_schema, nodes, edges)
+    return KG(schema, pl.DataFrame({"name": [f"n{i}" for i in range(len(types))], "type": types}), edges)
+
+
+def test_held_out_edges_never_appear(matkg_schema, rel):
+    full = random_kg(matkg_schema, {"CHM": 40, "APL": 30, "PRO": 30}, draws=700, seed=7)
     split = temporal_split(full, rel, neg_ratio=2)
     held = split.pairs.filter((pl.col("split") != "train") & (pl.col("label") == 1))
     held_set = {frozenset(p) for p in held.select("src", "dst").iter_rows()}
@@ -501,19 +505,7 @@ def test_cli_prints_evidence_and_text(matkg_schema, tmp_path, capsys):
     from hygrail.data.csv import save_csv
     from hygrail.evidence.__main__ import main
 
-    rng = np.random.default_rng(1)
-    types = ["CHM"] * 30 + ["APL"] * 20 + ["PRO"] * 20
-    pairs = sorted({tuple(sorted(p)) for p in rng.integers(0, 70, (300, 2)) if p[0] != p[1]})
-    edges = pl.DataFrame(
-        {
-            "u": [a for a, _ in pairs],
-            "v": [b for _, b in pairs],
-            "type": [matkg_schema.edge_type(types[a], types[b]) for a, b in pairs],
-            "count": rng.integers(30, 300, len(pairs)),
-            "year": rng.integers(2000, 2020, len(pairs)),
-        }
-    )
-    g = KG(matkg_schema, pl.DataFrame({"name": [f"n{i}" for i in range(70)], "type": types}), edges)
+    g = random_kg(matkg_schema, {"CHM": 30, "APL": 20, "PRO": 20}, draws=300, seed=1)
     save_csv(g, tmp_path)
     data = ["--data", "csv", f"data.path={tmp_path}", "+split.neg_ratio=2"]
     main([*data, "--sample", "2", "--score", "0.25"])
