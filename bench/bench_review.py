@@ -55,7 +55,7 @@ def bench_throughput() -> None:
         print(f"scripted server, {LATENCY * 1000:.0f} ms per reply, separate process")
         print(f"{'C':>4} {'reviews':>8} {'wall s':>8} {'rev/s':>8} {'ideal':>8} {'ratio':>6} "
               f"{'client CPU ms/call':>19} {'server CPU ms/call':>19}")
-        seq_rate = None
+        seq_rate, ratios = None, {}
         for c in (1, 8, 32, 64):
             n = 10 if c == 1 else 8 * c
             client = ReviewClient(scripted_cfg(url, c), None, progress=False)
@@ -70,7 +70,11 @@ def bench_throughput() -> None:
             rate = n / wall
             seq_rate = seq_rate or rate
             ideal = c * seq_rate
+            ratios[c] = rate / ideal
             print(f"{c:>4} {n:>8} {wall:>8.2f} {rate:>8.1f} {ideal:>8.1f} {rate / ideal:>6.2f} {1000 * cpu / n:>19.2f} {1000 * srv / n:>19.2f}")
+        worst = min(ratios, key=ratios.get)
+        print(f"target ratio >= 0.8 at every C: {'met' if ratios[worst] >= 0.8 else 'MISSED'} "
+              f"(lowest {ratios[worst]:.2f} at C={worst}; transport {client.cfg['transport']})")
     finally:
         proc.kill()
         proc.wait()

@@ -42,10 +42,11 @@ CASES = {
 }
 
 
-def test_every_scripted_case_ends_parsed_or_recorded(scripted_server, tmp_path):
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_every_scripted_case_ends_parsed_or_recorded(scripted_server, tmp_path, transport):
     for marker, (behaviours, *_) in CASES.items():
         scripted_server.script(marker, *behaviours)
-    client = ReviewClient(_cfg(scripted_server), tmp_path / "llm.db", progress=False)
+    client = ReviewClient(_cfg(scripted_server, transport=transport), tmp_path / "llm.db", progress=False)
     start = time.perf_counter()
     results = client.review_many([ReviewRequest(m, "some evidence") for m in CASES])
     elapsed = time.perf_counter() - start
@@ -177,6 +178,8 @@ def test_chat_returns_text_and_raises_on_failure(scripted_server, tmp_path):
 def test_settings_validation_and_configs():
     with pytest.raises(ValueError, match="llm.confidence"):
         llm_settings({"model": "m", "base_url": "http://x", "confidence": "vibes"})
+    with pytest.raises(ValueError, match="llm.transport"):
+        llm_settings({"model": "m", "base_url": "http://x", "transport": "curl"})
     with pytest.raises(ValueError, match="llm.base_url"):
         llm_settings({"model": "m"})
     for name in ("qwen3_4b", "qwen3_14b", "ministral_3b", "magistral_14b", "embedded", "tiny"):

@@ -2,6 +2,11 @@
 endpoint (vLLM on a GPU machine, or the embedded llama.cpp server), with bounded concurrency, a
 request timeout, retries with backoff, a persistent reply cache and per-call accounting.
 
+The HTTP transport is the SDK's aiohttp one (`openai.DefaultAioHttpClient`, `transport: aiohttp`):
+httpx's connection pool scans every idle connection on each request, which made client CPU per
+call grow with concurrency (2.7 ms at 64 in flight against 0.9 ms with aiohttp; bench/bench_review.py).
+`transport: httpx` selects the SDK's default transport.
+
 Retries are the openai client's own (`max_retries`): exponential backoff from 0.5 s to 8 s with
 jitter, honouring Retry-After, on connection errors, timeouts, 408/409/429 and 5xx. A call that
 still fails becomes a ReviewResult with `failure` set; nothing raises out of `review_many`.
@@ -15,10 +20,12 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import httpx2  # openai's HTTP transport
+import aiohttp
+import httpx2  # openai's HTTP types
 import openai
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
@@ -47,6 +54,7 @@ DEFAULTS: dict[str, Any] = {
     "timeout": 180.0,
     "max_retries": 3,
     "concurrency": 8,
+    "transport": "aiohttp",
     "chat_template_kwargs": None,
     "structured_output": "response_format",
     "confidence": "stated",
@@ -58,6 +66,7 @@ DEFAULTS: dict[str, Any] = {
 }
 STRUCTURED = ("response_format", "structured_outputs", "none")
 CONFIDENCE = ("stated", "logprob")
+TRANSPORTS = ("aiohttp", "httpx")
 _NO_KEY = "EMPTY"  # local vLLM / llama.cpp servers accept any key, the openai client wants one
 
 
@@ -70,7 +79,8 @@ def llm_settings(llm_cfg: Mapping) -> dict:
     if isinstance(llm_cfg, DictConfig):
         llm_cfg = OmegaConf.to_container(llm_cfg, resolve=True, throw_on_missing=True)
     cfg = {**DEFAULTS, **dict(llm_cfg)}
-    for key, allowed in (("structured_output", STRUCTURED), ("confidence", CONFIDENCE), ("prompt", STYLES)):
+    for key, allowed in (("structured_output", STRUCTURED), ("confidence", CONFIDENCE), ("prompt", STYLES),
+                         ("transport", TRANSPORTS)):
         if cfg[key] not in allowed:
             raise ValueError(f"llm.{key}={cfg[key]!r}: expected one of {allowed}")
     if not cfg["model"]:
@@ -80,6 +90,17 @@ def llm_settings(llm_cfg: Mapping) -> dict:
     if int(cfg["concurrency"]) < 1:
         raise ValueError(f"llm.concurrency={cfg['concurrency']}: expected >= 1")
     return cfg
+
+
+def _timeout_or_dropped(error: BaseException) -> str:
+    """The SDK's aiohttp transport reports a connection the server dropped as a timeout
+    (it maps aiohttp.ClientConnectionError to httpx.ConnectTimeout); name the real cause."""
+    cause = error.__cause__
+    while cause is not None:
+        if isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(cause, asyncio.TimeoutError):
+            return f"connection error: {type(cause).__name__}: {cause}"
+        cause = cause.__cause__
+    return "timeout"
 
 
 class ReviewClient:
@@ -213,16 +234,18 @@ class ReviewClient:
                    unit=desc, disable=not (self.progress and desc), leave=False)
         bar.update(len(bodies) - sum(k in todo for k in keys))
         if todo:
+            copies = Counter(keys)
             sem = asyncio.Semaphore(int(self.cfg["concurrency"]))
+            http_client = openai.DefaultAioHttpClient() if self.cfg["transport"] == "aiohttp" else None
             async with openai.AsyncOpenAI(
-                base_url=self._endpoint(), api_key=self._api_key(),
+                base_url=self._endpoint(), api_key=self._api_key(), http_client=http_client,
                 timeout=float(self.cfg["timeout"]), max_retries=int(self.cfg["max_retries"]),
             ) as client:
 
                 async def one(key: str, body: dict) -> None:
                     async with sem:
                         replies[key] = await self._call(client, key, body)
-                    bar.update(sum(k == key for k in keys))
+                    bar.update(copies[key])
 
                 await asyncio.gather(*(one(k, b) for k, b in todo.items()))
         bar.close()
@@ -253,8 +276,8 @@ class ReviewClient:
             retries = int(response.request.headers.get("x-stainless-retry-count", 0))
             choice = data["choices"][0]
             content = choice["message"].get("content") or ""
-        except (openai.APITimeoutError, asyncio.TimeoutError):
-            return {"failure": "timeout", "retries": retries_max, "latency": time.perf_counter() - t0}
+        except (openai.APITimeoutError, asyncio.TimeoutError) as e:
+            return {"failure": _timeout_or_dropped(e), "retries": retries_max, "latency": time.perf_counter() - t0}
         except openai.APIConnectionError as e:
             return {"failure": f"connection error: {e.__cause__ or e}", "retries": retries_max,
                     "latency": time.perf_counter() - t0}
