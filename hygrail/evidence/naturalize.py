@@ -53,17 +53,15 @@ def render(
     templates: Mapping,
     score: float | None = None,
     cfg: Mapping | None = None,
-    chat: Chat | None = None,
 ) -> str:
-    """Text for one hypothesis in naturalization ``mode``; ``chat`` is needed for ``llm`` only."""
+    """Text for one hypothesis in mode ``none`` or ``template``. Mode ``llm`` goes through
+    ``llm_naturalize``, which the pipeline calls for a whole batch at once."""
     if mode == "none":
         return hypothesis(evidence, templates)
     if mode == "template":
         return compose(evidence, templates, template_sentences(evidence, templates, score, cfg), score)
     if mode == "llm":
-        if chat is None:
-            raise ValueError("evidence mode 'llm' needs a chat callable (messages -> reply text)")
-        return llm_naturalize(evidence, templates, chat, score, cfg)
+        raise ValueError("evidence mode 'llm': use llm_naturalize(evidence, templates, chat, ...)")
     raise ValueError(f"evidence mode {mode!r}; expected one of {', '.join(MODES)}")
 
 
