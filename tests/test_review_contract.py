@@ -26,6 +26,11 @@ from hygrail.review.prompts import review_messages, system_prompt
         ('<think>hmm</think>\n{"reasoning": "r", "review": "yes", "confidence": 0.6}', "yes", 0.6, False),
         # cut off by max_tokens after the verdict (review-first order): salvaged
         ('{"review": "yes", "confidence": 0.7, "reasoning": "Because the ca', "yes", 0.7, True),
+        # cut inside the confidence number ("0." of 0.85, "8" of 85): no confidence, not a wrong one
+        ('{"reasoning": "r", "review": "yes", "confidence": 0.', "yes", None, True),
+        ('{"reasoning": "r", "review": "yes", "confidence": 8', "yes", None, True),
+        # a complete draft (thinking the server did not mark) then a cut-off answer: the answer counts
+        ('draft {"review": "yes", "confidence": 0.9} so {"review": "no", "confidence": 0.2, "reas', "no", 0.2, True),
         # stated confidence missing: parsed, confidence left to the logprob source (or a failure)
         ('{"review": "no", "reasoning": "r"}', "no", None, False),
     ],

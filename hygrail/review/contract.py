@@ -73,6 +73,10 @@ class ReviewResult:
         return asdict(self)
 
 
+class LLMCallError(RuntimeError):
+    """Calls that produced no reply (after retries): one chat, or too many of a batch."""
+
+
 class ParseError(ValueError):
     """A reply that holds no readable review."""
 
@@ -80,7 +84,8 @@ class ParseError(ValueError):
 _THINK = re.compile(r"<think>.*?</think>|\[THINK\].*?\[/THINK\]", re.S | re.I)
 _OPEN_THINK = re.compile(r"<think>|\[THINK\]", re.I)
 _REVIEW_FIELD = re.compile(r'"review"\s*:\s*"?(yes|no|true|false)\b', re.I)
-_CONF_FIELD = re.compile(r'"confidence"\s*:\s*"?(-?\d+(?:\.\d+)?)\s*(%?)')
+# The number must be complete (a delimiter follows): a reply cut at "0." or "8" (of 85) has none.
+_CONF_FIELD = re.compile(r'"confidence"\s*:\s*"?(-?\d+(?:\.\d+)?)\s*(%?)(?=\s*"?\s*[,}\n])')
 _REASONING_FIELD = re.compile(r'"reasoning"\s*:\s*"((?:[^"\\]|\\.)*)', re.S)
 
 
@@ -91,7 +96,8 @@ def strip_thinking(text: str) -> str:
     return text[: m.start()] if m else text
 
 
-def _json_objects(text: str) -> list[dict]:
+def _json_objects(text: str) -> list[tuple[dict, int]]:
+    """Top-level JSON objects in `text`, each with the index just past its end."""
     decoder = json.JSONDecoder()
     found, i = [], text.find("{")
     while i != -1:
@@ -101,7 +107,7 @@ def _json_objects(text: str) -> list[dict]:
             i = text.find("{", i + 1)
             continue
         if isinstance(obj, dict):
-            found.append(obj)
+            found.append((obj, end))
         i = text.find("{", end)
     return found
 
@@ -145,13 +151,16 @@ class ParsedReview:
 
 
 def parse_review(text: str) -> ParsedReview:
-    """Read the last JSON object carrying a readable `review`; else salvage the fields from an
-    incomplete object. Raises ParseError naming what is missing."""
+    """Read the last JSON object carrying a readable `review`, unless a cut-off answer follows it;
+    else salvage the fields from the incomplete object. Raises ParseError naming what is missing."""
     body = strip_thinking(text or "")
-    for obj in reversed(_json_objects(body)):
+    for obj, end in reversed(_json_objects(body)):
         review = normalize_review(obj.get("review"))
         if review is None:
             continue
+        if _REVIEW_FIELD.search(body, end):  # a later, cut-off answer: the object was a draft
+            body = body[end:]
+            break
         reasoning = obj.get("reasoning", "")
         return ParsedReview(
             review,
@@ -159,14 +168,22 @@ def parse_review(text: str) -> ParsedReview:
             reasoning if isinstance(reasoning, str) else json.dumps(reasoning),
             salvaged=False,
         )
-    # Cut-off or otherwise broken JSON: the fields may still be complete on their own.
-    m = _REVIEW_FIELD.search(body)
+    # Cut-off or otherwise broken JSON: the fields may still be complete on their own. The last
+    # occurrence is the answer (a draft object may come before it, e.g. in unmarked thinking).
+    m = _last(_REVIEW_FIELD, body)
     if m is None:
         raise ParseError("no readable review field" if body.strip() else "empty reply")
-    c = _CONF_FIELD.search(body)
+    c = _last(_CONF_FIELD, body)
     conf = normalize_confidence(c.group(1) + c.group(2)) if c else None
-    r = _REASONING_FIELD.search(body)
+    r = _last(_REASONING_FIELD, body)
     return ParsedReview(normalize_review(m.group(1)), conf, _json_string(r.group(1)) if r else "", True)
+
+
+def _last(pattern: re.Pattern, text: str) -> re.Match | None:
+    m = None
+    for m in pattern.finditer(text):  # noqa: B007 - the last match is the one wanted
+        pass
+    return m
 
 
 def _json_string(fragment: str) -> str:
