@@ -13,6 +13,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from hygrail.kg import DataError
+from hygrail.review.contract import LLMCallError
 
 
 def stats(cfg: DictConfig) -> dict:
@@ -68,8 +69,8 @@ def main(cfg: DictConfig):
         sys.exit(f"error: task={cfg.task!r}; expected one of {sorted(TASKS)}")
     try:
         return task(cfg)
-    except DataError as e:
-        # User errors are one line and a non-zero exit, never a traceback.
+    except (DataError, LLMCallError) as e:
+        # Bad input or an unreachable LLM server: one line and a non-zero exit, never a traceback.
         sys.exit(f"error: {e}")
 
 

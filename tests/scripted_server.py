@@ -4,7 +4,7 @@ Each request is answered by a behaviour: the script whose marker occurs in the r
 (behaviours consumed in order, the last one repeating), else `default`. Behaviours: Reply (any
 content: valid, fenced, malformed, truncated JSON; optional delay, logprobs, usage), Status (500,
 429, ... with Retry-After), Drop (connection closed without a reply), Cut (reply body cut short),
-Garbage (200 with a non-JSON body). Every request body is recorded; `count` and `max_in_flight`
+Garbage (200 with a non-JSON body), BadHTTP (a response that is not HTTP: a broken status line). Every request body is recorded; `count` and `max_in_flight`
 let tests assert how many calls were made and how many ran at once.
 
     from scripted_server import Reply, Status, ScriptedServer, scripted_server   # fixture
@@ -66,7 +66,13 @@ class Garbage:
     delay: float = 0.0
 
 
-Behaviour = Reply | Status | Drop | Cut | Garbage
+@dataclass
+class BadHTTP:
+    raw: bytes = b"HTTP/1.1 OK-ish\r\nContent-Length: 2\r\n\r\n{}"
+    delay: float = 0.0
+
+
+Behaviour = Reply | Status | Drop | Cut | Garbage | BadHTTP
 
 
 class ScriptedServer:
@@ -151,6 +157,10 @@ class ScriptedServer:
                 elif isinstance(b, Drop):
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
+                elif isinstance(b, BadHTTP):
+                    self.wfile.write(b.raw)
+                    self.wfile.flush()
+                    self.close_connection = True
                 elif isinstance(b, Garbage):
                     self._send(200, b.body.encode(), ctype="text/html")
                 elif isinstance(b, Cut):

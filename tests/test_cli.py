@@ -50,3 +50,17 @@ def test_baseline_cells_run_through_the_sweep(tmp_path):
         assert kgfm.returncode == 0, kgfm.stderr[-2000:]
         assert server.count == 20
     assert "KG-FM: method P/R/F1" in kgfm.stdout and "LLM call rate 100.0%" in kgfm.stdout
+
+
+def test_an_unreachable_llm_server_is_one_line_and_logs_no_run(tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"  # closed once the block ends
+    proc = _sweep("method=kgfm", "llm=scripted", f"llm.base_url={url}", "llm.max_retries=0", "method.cap.val=4",
+                  "method.cap.test=4", "data.scale=0.5", "tracking.experiment=cli_down", tmp_path=tmp_path)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: llm scripted at {url}: 4 of 4 calls got no reply"), last
+    assert "cli_down" not in proc.stdout  # no result line: the cell was not logged as finished

@@ -20,6 +20,19 @@ def test_key_covers_the_whole_request_and_ignores_key_order():
         assert request_key({**a, **change}) != request_key(a)
 
 
+def test_model_identity_is_part_of_the_key():
+    a = {"model": "embedded-label", "messages": []}
+    assert request_key(a, "file-a.gguf") != request_key(a, "file-b.gguf") != request_key(a)
+
+
+def test_first_writer_wins(tmp_path):
+    """Two jobs that both sent a request must log the same reply: the one stored first."""
+    cache = ReplyCache(tmp_path / "llm.db")
+    assert cache.put("k", {"model": "m"}, {"content": "first"}) == {"content": "first"}
+    assert cache.put("k", {"model": "m"}, {"content": "second"}) == {"content": "first"}
+    assert cache.get("k") == {"content": "first"} and len(cache) == 1
+
+
 def test_put_get_roundtrip_and_persistence(tmp_path):
     path = tmp_path / "c" / "llm.db"
     cache = ReplyCache(path)

@@ -1,11 +1,12 @@
 import json
 import math
+import socket
 import time
 from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
-from scripted_server import Cut, Drop, Garbage, Reply, ScriptedServer, Status, ok_review, scripted_server  # noqa: F401
+from scripted_server import BadHTTP, Cut, Drop, Garbage, Reply, ScriptedServer, Status, ok_review, scripted_server  # noqa: F401
 
 from hygrail.review.client import LLMCallError, ReviewClient, llm_settings
 from hygrail.review.contract import ReviewRequest
@@ -14,8 +15,9 @@ CONF = Path(__file__).resolve().parents[1] / "conf" / "llm"
 
 
 def _cfg(server, **over):
+    # max_call_failure_rate=1: these tests record per-call failures; the batch check has its own tests.
     return {"name": "scripted", "model": "scripted-model", "base_url": server.base_url, "timeout": 1.0,
-            "max_retries": 1, "concurrency": 8, "max_tokens": 256, **over}
+            "max_retries": 1, "concurrency": 8, "max_tokens": 256, "max_call_failure_rate": 1.0, **over}
 
 
 CASES = {
@@ -87,17 +89,70 @@ def test_repeat_is_served_from_cache_with_zero_calls(scripted_server, tmp_path):
 
 
 def test_identical_requests_in_one_batch_are_sent_once(scripted_server, tmp_path):
+    scripted_server.script("case:flaky", Status(500), Reply(ok_review("yes", 0.6)))
     client = ReviewClient(_cfg(scripted_server), None, progress=False)
-    results = client.review_many([ReviewRequest("same", "e")] * 4 + [ReviewRequest("other", "e")])
-    assert scripted_server.count == 2 and all(r.ok for r in results)
+    results = client.review_many([ReviewRequest("same", "e")] * 4 + [ReviewRequest("case:flaky", "e")] * 3)
+    assert scripted_server.count == 1 + 2 and all(r.ok for r in results)
+    assert client.usage()["retries"] == 1  # one request, retried once, however many copies asked for it
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_server_fails_the_batch_in_one_line():
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    cfg = {"name": "down", "model": "m", "base_url": url, "timeout": 1.0, "max_retries": 0}  # default threshold
+    with pytest.raises(LLMCallError, match=rf"llm down at {url}: 3 of 3 calls got no reply \(3 connection error") as e:
+        ReviewClient(cfg, None, progress=False).review_many([ReviewRequest(f"h{i}") for i in range(3)])
+    assert "\n" not in str(e.value)
+
+
+def test_failure_rate_threshold_keeps_the_replies_that_came_back(scripted_server, tmp_path, caplog):
+    scripted_server.script("case:down", Status(503))
+    cfg = _cfg(scripted_server, max_retries=0, max_call_failure_rate=0.25)
+    db = tmp_path / "llm.db"
+    results = ReviewClient(cfg, db, progress=False).review_many(
+        [ReviewRequest(f"h{i}") for i in range(9)] + [ReviewRequest("case:down")])
+    assert [r.ok for r in results] == [True] * 9 + [False]  # 10%: recorded, falls back, warned
+    assert "1 of 10 calls got no reply (1 HTTP 503" in caplog.text
+    batch = [ReviewRequest(f"g{i}") for i in range(3)] + [ReviewRequest(f"case:down {i}") for i in range(3)]
+    with pytest.raises(LLMCallError, match="3 of 6 calls got no reply"):
+        ReviewClient(cfg, db, progress=False).review_many(batch)
+    sent = scripted_server.count
+    with pytest.raises(LLMCallError, match="3 of 3 calls got no reply"):
+        ReviewClient(cfg, db, progress=False).review_many(batch)
+    assert scripted_server.count == sent + 3  # the three good replies were cached before the error
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_a_non_http_reply_is_a_recorded_one_line_failure(scripted_server, transport):
+    scripted_server.script("case:bad", BadHTTP())
+    bad, good = ReviewClient(_cfg(scripted_server, transport=transport), None, progress=False).review_many(
+        [ReviewRequest("case:bad"), ReviewRequest("fine")])
+    assert not bad.ok and "status line" in bad.failure.lower() and "\n" not in bad.failure
+    assert good.ok
+
+
+def test_embedded_cache_identity_is_the_model_file():
+    emb = OmegaConf.to_container(OmegaConf.load(CONF / "embedded.yaml"))
+    other = {**emb, "embedded": {**emb["embedded"], "model": {**emb["embedded"]["model"], "file": "other.gguf"}}}
+    ids = {ReviewClient(c, None, progress=False).model_identity for c in (emb, other)}
+    assert len(ids) == 2 and all("gguf" in i for i in ids)
+    served = OmegaConf.to_container(OmegaConf.load(CONF / "qwen3_4b.yaml"), resolve=True)
+    assert ReviewClient(served, None, progress=False).model_identity is None
 
 
 def test_request_body_carries_decoding_schema_and_template_kwargs(scripted_server):
-    cfg = _cfg(scripted_server, temperature=0.2, top_p=0.9, chat_template_kwargs={"enable_thinking": False})
+    cfg = _cfg(scripted_server, temperature=0.2, top_p=0.9, chat_template_kwargs={"enable_thinking": False},
+               extra_body={"skip_special_tokens": False})
     ReviewClient(cfg, None, progress=False).review_many([ReviewRequest("h", "e")])
     body = scripted_server.requests[0]
     assert (body["model"], body["temperature"], body["top_p"], body["max_tokens"]) == ("scripted-model", 0.2, 0.9, 256)
-    assert body["chat_template_kwargs"] == {"enable_thinking": False}  # extra_body is merged into the JSON
+    assert body["chat_template_kwargs"] == {"enable_thinking": False}  # server fields merged into the JSON
+    assert body["skip_special_tokens"] is False
     schema = body["response_format"]["json_schema"]["schema"]
     assert body["response_format"]["type"] == "json_schema"
     assert list(schema["properties"]) == ["reasoning", "review", "confidence"]
@@ -186,6 +241,8 @@ def test_settings_validation_and_configs():
         cfg = llm_settings(OmegaConf.load(CONF / f"{name}.yaml"))
         assert cfg["name"] == name and (cfg["temperature"], cfg["top_p"]) == (0.2, 0.9)
     assert llm_settings(OmegaConf.load(CONF / "qwen3_14b.yaml"))["chat_template_kwargs"] == {"enable_thinking": False}
+    for name in ("ministral_3b", "magistral_14b"):  # keep [THINK] markers so thinking is told from the answer
+        assert llm_settings(OmegaConf.load(CONF / f"{name}.yaml"))["extra_body"] == {"skip_special_tokens": False}
     assert llm_settings(OmegaConf.load(CONF / "qwen3_4b.yaml"))["timeout"] == 180
 
 

@@ -26,8 +26,12 @@ CREATE TABLE IF NOT EXISTS replies (
 """
 
 
-def request_key(request: Mapping) -> str:
+def request_key(request: Mapping, model_identity: str | None = None) -> str:
+    """`model_identity`: what identifies the model beyond the request's `model` field, if anything
+    (the embedded server's loaded file)."""
     canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if model_identity is not None:
+        canonical += "\n" + model_identity
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -53,11 +57,15 @@ class ReplyCache:
         row = self._conn().execute("SELECT reply FROM replies WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def put(self, key: str, request: Mapping, reply: Mapping) -> None:
-        self._conn().execute(
-            "INSERT OR REPLACE INTO replies (key, request, reply) VALUES (?, ?, ?)",
+    def put(self, key: str, request: Mapping, reply: Mapping) -> dict:
+        """Store `reply` unless the key is already there; return the stored reply. The first writer
+        wins, so parallel jobs that both sent a request all use (and log) the same reply."""
+        conn = self._conn()
+        conn.execute(
+            "INSERT OR IGNORE INTO replies (key, request, reply) VALUES (?, ?, ?)",
             (key, json.dumps(request, sort_keys=True, ensure_ascii=False), json.dumps(reply, ensure_ascii=False)),
         )
+        return self.get(key)
 
     def __len__(self) -> int:
         return self._conn().execute("SELECT count(*) FROM replies").fetchone()[0]

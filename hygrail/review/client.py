@@ -9,7 +9,10 @@ call grow with concurrency (2.7 ms at 64 in flight against 0.9 ms with aiohttp; 
 
 Retries are the openai client's own (`max_retries`): exponential backoff from 0.5 s to 8 s with
 jitter, honouring Retry-After, on connection errors, timeouts, 408/409/429 and 5xx. A call that
-still fails becomes a ReviewResult with `failure` set; nothing raises out of `review_many`.
+still fails becomes a ReviewResult with `failure` set and falls back per `method.on_failure`. When
+more than `max_call_failure_rate` of a batch's calls get no reply at all, the server is down or
+misconfigured: the batch raises LLMCallError (after every in-flight call has finished and been
+cached) rather than let a HyGRAIL cell quietly turn into a GNN-only one.
 
 The API key is read from the environment variable the config names and handed only to the HTTP
 client: it is not part of the cached request, the returned config or any log line.
@@ -18,7 +21,10 @@ client: it is not part of the cached request, the returned config or any log lin
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import os
+import sqlite3
 import time
 from collections import Counter
 from pathlib import Path
@@ -32,6 +38,7 @@ from tqdm.auto import tqdm
 
 from hygrail.review.cache import ReplyCache, request_key
 from hygrail.review.contract import (
+    LLMCallError,
     ParseError,
     ReviewRequest,
     ReviewResult,
@@ -42,6 +49,8 @@ from hygrail.review.contract import (
     trim_logprobs,
 )
 from hygrail.review.prompts import STYLES, review_messages
+
+log = logging.getLogger(__name__)
 
 DEFAULTS: dict[str, Any] = {
     "name": None,
@@ -55,6 +64,8 @@ DEFAULTS: dict[str, Any] = {
     "max_retries": 3,
     "concurrency": 8,
     "transport": "aiohttp",
+    "max_call_failure_rate": 0.25,
+    "extra_body": None,  # server-specific request fields, e.g. vLLM's skip_special_tokens
     "chat_template_kwargs": None,
     "structured_output": "response_format",
     "confidence": "stated",
@@ -68,10 +79,6 @@ STRUCTURED = ("response_format", "structured_outputs", "none")
 CONFIDENCE = ("stated", "logprob")
 TRANSPORTS = ("aiohttp", "httpx")
 _NO_KEY = "EMPTY"  # local vLLM / llama.cpp servers accept any key, the openai client wants one
-
-
-class LLMCallError(RuntimeError):
-    """A chat call that produced no reply (after retries)."""
 
 
 def llm_settings(llm_cfg: Mapping) -> dict:
@@ -89,6 +96,8 @@ def llm_settings(llm_cfg: Mapping) -> dict:
         raise ValueError("llm.base_url is not set: expected the server's URL (e.g. http://127.0.0.1:8001/v1)")
     if int(cfg["concurrency"]) < 1:
         raise ValueError(f"llm.concurrency={cfg['concurrency']}: expected >= 1")
+    if not 0.0 <= float(cfg["max_call_failure_rate"]) <= 1.0:
+        raise ValueError(f"llm.max_call_failure_rate={cfg['max_call_failure_rate']}: expected a fraction in [0, 1]")
     return cfg
 
 
@@ -156,7 +165,9 @@ class ReviewClient:
     async def achat_many(self, conversations: Sequence[list[dict]], max_tokens: int | None = None) -> list[str | None]:
         replies = await self._run([self._request(m, max_tokens=max_tokens) for m in conversations], desc="chat")
         # Reasoning models (Ministral/Magistral) keep their thinking: it is not the answer.
-        return [None if r.get("failure") else (strip_thinking(r.get("content") or "").strip() or None) for r in replies]
+        texts = [None if r.get("failure") else (strip_thinking(r.get("content") or "").strip() or None) for r in replies]
+        self._totals["failures"] += sum(t is None and not r.get("failure") for t, r in zip(texts, replies))
+        return texts
 
     def usage(self) -> dict:
         """Totals for this client. Tokens and `seconds` (server time) count every request, cached
@@ -193,6 +204,8 @@ class ReviewClient:
         # the body is the exact wire request, and its hash the cache key.
         if cfg["chat_template_kwargs"]:
             body["chat_template_kwargs"] = dict(cfg["chat_template_kwargs"])
+        if cfg["extra_body"]:
+            body.update(cfg["extra_body"])
         if schema is not None and cfg["structured_output"] == "response_format":
             # Accepted by vLLM and by llama.cpp's server (grammar built from the schema).
             body["response_format"] = {"type": "json_schema", "json_schema": {"name": "review", "schema": schema}}
@@ -220,7 +233,7 @@ class ReviewClient:
         """Replies for `bodies` in order: from the cache, else from the server (identical
         requests are sent once). A reply dict has `failure` set when no reply came back."""
         start = time.perf_counter()
-        keys = [request_key(b) for b in bodies]
+        keys = [request_key(b, self.model_identity) for b in bodies]
         replies: dict[str, dict] = {}
         cached: set[str] = set()
         if self.cache is not None:
@@ -233,31 +246,64 @@ class ReviewClient:
         bar = tqdm(total=len(bodies), desc=f"LLM {desc} ({self.cfg['name'] or self.cfg['model']})",
                    unit=desc, disable=not (self.progress and desc), leave=False)
         bar.update(len(bodies) - sum(k in todo for k in keys))
-        if todo:
-            copies = Counter(keys)
-            sem = asyncio.Semaphore(int(self.cfg["concurrency"]))
-            http_client = openai.DefaultAioHttpClient() if self.cfg["transport"] == "aiohttp" else None
-            async with openai.AsyncOpenAI(
-                base_url=self._endpoint(), api_key=self._api_key(), http_client=http_client,
-                timeout=float(self.cfg["timeout"]), max_retries=int(self.cfg["max_retries"]),
-            ) as client:
-
-                async def one(key: str, body: dict) -> None:
-                    async with sem:
-                        replies[key] = await self._call(client, key, body)
-                    bar.update(copies[key])
-
-                await asyncio.gather(*(one(k, b) for k, b in todo.items()))
-        bar.close()
-        out = []
+        try:
+            if todo:
+                await self._send(todo, Counter(keys), replies, bar)
+        finally:
+            bar.close()  # before any error line, so the line is not glued to the bar
+        out, sent = [], set()
         for k in keys:
             reply = dict(replies[k])
             reply["cache_hit"] = k in cached
-            reply["retries"] = reply.get("retries", 0) if k in todo else 0
+            # A request repeated in the batch was sent once: its retries count once.
+            reply["retries"] = reply.get("retries", 0) if k in todo and k not in sent else 0
+            sent.add(k)
             self._account(reply)
             out.append(reply)
         self._seconds["wall_seconds"] += time.perf_counter() - start
         return out
+
+    async def _send(self, todo: dict[str, dict], copies: Counter, replies: dict[str, dict], bar) -> None:
+        """Send the uncached requests, at most `concurrency` at once; replies land in `replies`."""
+        sem = asyncio.Semaphore(int(self.cfg["concurrency"]))
+        http_client = openai.DefaultAioHttpClient() if self.cfg["transport"] == "aiohttp" else None
+        async with openai.AsyncOpenAI(
+            base_url=self._endpoint(), api_key=self._api_key(), http_client=http_client,
+            timeout=float(self.cfg["timeout"]), max_retries=int(self.cfg["max_retries"]),
+        ) as client:
+
+            async def one(key: str, body: dict) -> None:
+                async with sem:
+                    replies[key] = await self._call(client, key, body)
+                bar.update(copies[key])
+
+            # return_exceptions: a call that raises lets the others finish (and be cached) first.
+            outcomes = await asyncio.gather(*(one(k, b) for k, b in todo.items()), return_exceptions=True)
+        errors = [e for e in outcomes if isinstance(e, BaseException)]
+        if errors:
+            raise errors[0]
+        self._check_failures([replies[k]["failure"] for k in todo if replies[k].get("failure")], len(todo))
+
+    @property
+    def model_identity(self) -> str | None:
+        """What the cache key must hold beyond the request: the embedded server answers whatever
+        file it loaded, whatever the `model` label says."""
+        emb = self.cfg["embedded"]
+        return json.dumps(emb["model"], sort_keys=True) if emb and not self.cfg["base_url"] else None
+
+    def _check_failures(self, failures: list[str], n_sent: int) -> None:
+        if not failures:
+            return
+        kind, times = Counter(f.split(":", 1)[0] for f in failures).most_common(1)[0]
+        reason = next(f for f in failures if f.startswith(kind))  # one full message of the commonest kind
+        name = self.cfg["name"] or self.cfg["model"]
+        log.warning("%s: %d of %d calls got no reply (%d %s, e.g. %r)", name, len(failures), n_sent, times, kind, reason)
+        rate = float(self.cfg["max_call_failure_rate"])
+        if len(failures) > rate * n_sent:
+            raise LLMCallError(
+                f"llm {name} at {self.cfg['base_url'] or 'the embedded server'}: {len(failures)} of {n_sent} calls got "
+                f"no reply ({times} {kind}, e.g. {reason!r}), over llm.max_call_failure_rate={rate}; check that the server is up "
+                f"and its URL/key; replies that came back are cached, a rerun sends only the rest")
 
     async def _call(self, client: openai.AsyncOpenAI, key: str, body: dict) -> dict:
         cfg = self.cfg
@@ -283,8 +329,12 @@ class ReviewClient:
                     "latency": time.perf_counter() - t0}
         except openai.APIStatusError as e:
             retryable = e.status_code in (408, 409, 429) or e.status_code >= 500
-            return {"failure": f"HTTP {e.status_code}", "retries": retries_max if retryable else 0,
+            detail = f": {' '.join(e.message.split())[:200]}" if e.message else ""  # e.g. llama.cpp's context-size error
+            return {"failure": f"HTTP {e.status_code}{detail}", "retries": retries_max if retryable else 0,
                     "latency": time.perf_counter() - t0}
+        except aiohttp.ClientError as e:  # e.g. a bad status line: outside the SDK's aiohttp error map
+            detail = " ".join(str(e).split())[:300]
+            return {"failure": f"bad response: {type(e).__name__}: {detail}", "retries": 0, "latency": time.perf_counter() - t0}
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
             return {"failure": f"bad response: {type(e).__name__}", "retries": 0, "latency": time.perf_counter() - t0}
         usage = data.get("usage") or {}
@@ -300,7 +350,11 @@ class ReviewClient:
             "latency": time.perf_counter() - t0,
         }
         if self.cache is not None:
-            self.cache.put(key, body, reply)
+            try:
+                # First writer wins: a parallel job that sent the same request uses the same reply.
+                reply = self.cache.put(key, body, reply)
+            except sqlite3.Error as e:  # locked past the busy timeout, disk full: keep the reply
+                log.warning("reply cache %s: %s; reply kept in memory only", self.cache.path, e)
         return {**reply, "retries": retries}
 
     def _account(self, reply: dict) -> None:
