@@ -19,4 +19,5 @@ def prf(labels: np.ndarray, pred: np.ndarray, prefix: str = "") -> dict[str, flo
         f"{prefix}tp": float(tp),
         f"{prefix}fp": float(fp),
         f"{prefix}fn": float(fn),
+        f"{prefix}n": float(len(y)),
     }

@@ -48,13 +48,14 @@ def build_split(cfg: DictConfig) -> tuple[KG, Split]:
     return kg, temporal_split(kg, relation, tuple(s.ratios), int(s.neg_ratio), int(s.seed))
 
 
-def review_order(scores: np.ndarray, candidates: np.ndarray, centre: float, budget: int | None) -> np.ndarray:
+def review_order(scores: np.ndarray, candidates: np.ndarray, centre: float, budget: int | None, seed: int) -> np.ndarray:
     """Indices of the candidates to review: all of them, or the ``budget`` most ambiguous (closest to
-    the GNN decision threshold) when a review budget is set. Deterministic (stable sort)."""
+    the GNN decision threshold) when a review budget is set. Ties are broken by a seeded shuffle, not
+    by row order (rows come positives first)."""
     idx = np.flatnonzero(candidates)
     if budget is None or budget >= len(idx):
         return idx
-    order = np.argsort(np.abs(scores[idx] - centre), kind="stable")
+    order = np.lexsort((np.random.default_rng(seed).permutation(len(idx)), np.abs(scores[idx] - centre)))
     return np.sort(idx[order[: int(budget)]])
 
 
@@ -129,11 +130,13 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
     gnn_val = predictions.filter(pl.col("split") == "val")["gnn_pred"].to_numpy()
     gnn_test = predictions.filter(pl.col("split") == "test")["gnn_pred"].to_numpy()
     budget = cfg.method.get("review_budget") or {}
-    pick_val = review_order(scores.val, r_val == -1, threshold, budget.get("val"))
-    pick_test = review_order(scores.test, r_test == -1, threshold, budget.get("test"))
+    pick_val = review_order(scores.val, r_val == -1, threshold, budget.get("val"), int(cfg.seed))
+    pick_test = review_order(scores.test, r_test == -1, threshold, budget.get("test"), int(cfg.seed) + 1)
     metrics |= {
-        "val_call_rate": metrics["band_val_call_rate"],
-        "test_call_rate": metrics["band_test_call_rate"],
+        # What the LLM was asked, as a share of the split; band_*_call_rate is what was routed
+        # (the two differ only under a review budget).
+        "val_call_rate": len(pick_val) / len(y_val),
+        "test_call_rate": len(pick_test) / len(y_test),
         "val_reviewed": len(pick_val),
         "test_reviewed": len(pick_test),
         # routed but over the review budget: decided by the GNN-only threshold instead
@@ -157,9 +160,12 @@ def stratified_cap(labels: np.ndarray, cap: int | None, seed: int) -> np.ndarray
     idx = np.arange(len(labels))
     if cap is None or cap >= len(labels):
         return idx
+    if cap < 1:
+        raise DataError(f"method.cap={cap}: expected a positive number of reviews per split, or null for all")
     rng = np.random.default_rng(seed)
     pos, neg = idx[labels == 1], idx[labels == 0]
-    n_pos = min(len(pos), max(1, round(cap * len(pos) / len(labels)))) if len(pos) else 0
+    # Proportional, not at least one: forcing a positive into a small sample inflates precision.
+    n_pos = min(len(pos), round(cap * len(pos) / len(labels)))
     return np.sort(np.concatenate([rng.choice(pos, n_pos, replace=False), rng.choice(neg, cap - n_pos, replace=False)]))
 
 
@@ -232,7 +238,8 @@ class Reviewer:
         self.cfg, self.split, self.kg, self.mode = cfg, split, kg, mode
         self.templates = _plain(cfg.relation)["templates"]
         self.evidence_cfg = _plain(cfg.evidence)
-        self.client = ReviewClient(_plain(cfg.llm), Path(cfg.paths.cache) / "llm.sqlite")
+        # The cell's seed is the LLM's sampling seed: seeds re-sample the reviewer too (and key the cache).
+        self.client = ReviewClient(_plain(cfg.llm) | {"seed": int(cfg.seed)}, Path(cfg.paths.cache) / "llm.sqlite")
         self.naturalize_failures = 0  # LLM-naturalization calls that failed (template text used instead)
 
     def run(self, split: Split, pick_val, pick_test, s_val, s_test, fb_val, fb_test, base_val=None) -> Review:
@@ -247,6 +254,7 @@ class Reviewer:
             res_test, samples_test = self.review(split.part("test"), pick_test, s_test, "test")
         finally:
             self.client.close()  # stops an embedded llama.cpp server, closes the reply cache
+        self.check_failures(res_val + res_test)
         on_failure = self.cfg.method.get("on_failure", "fallback")
         base = (0, 0, 0)
         if base_val is not None:
@@ -260,6 +268,22 @@ class Reviewer:
         metrics |= {f"llm_{k}": float(v) for k, v in self.client.usage().items()}
         return Review(pick_val, pick_test, res_val, res_test, decide(res_val, gamma, fb_val, on_failure),
                       decide(res_test, gamma, fb_test, on_failure), metrics, samples_val + samples_test)
+
+    def check_failures(self, results: list) -> None:
+        """A reviewer that mostly gives no usable verdict would leave the fallback's numbers under
+        the method's name: stop the cell instead."""
+        from collections import Counter
+
+        from hygrail.review.contract import LLMCallError
+
+        failed = [r.failure for r in results if not r.ok]
+        rate = float(self.cfg.method.get("max_review_failure_rate", 1.0))
+        if failed and len(failed) > rate * len(results):
+            kind, n = Counter(f.split(":", 1)[0] for f in failed).most_common(1)[0]
+            raise LLMCallError(
+                f"llm {self.cfg.llm.name}: {len(failed)} of {len(results)} reviews gave no usable verdict ({n} {kind}), "
+                f"over method.max_review_failure_rate={rate}; see the raw replies in the reply cache "
+                f"({self.client.cache.path if self.client.cache else 'none'}); raise llm.max_tokens or check the prompt")
 
     def text(self, ev, score: float, summary: str | None = None) -> tuple[str, str | None]:
         from hygrail.evidence.naturalize import llm_naturalize, render, structured_lines

@@ -11,7 +11,9 @@ from hydra import compose, initialize_config_dir
 
 from conftest import CONF
 from hygrail import tracking
-from hygrail.pipeline import build_split, run_cell, stratified_cap
+from hygrail.kg import DataError
+from hygrail.pipeline import build_split, review_order, run_cell, stratified_cap
+from hygrail.review.contract import LLMCallError
 from hygrail.report import load_runs, table2
 from scripted_server import Reply, ScriptedServer, ok_review
 
@@ -67,12 +69,35 @@ def test_oracle_reviewer_lifts_f1_over_gnn_only(tmp_path, server):
 def test_review_budget_reviews_the_most_ambiguous_first(tmp_path, server):
     cfg = _cfg(tmp_path, server.base_url, "method=hygrail", "evidence=none",
                "method.review_budget.val=4", "method.review_budget.test=6")
-    m = run_cell(cfg).metrics
+    res = run_cell(cfg)
+    m = res.metrics
     assert (m["val_reviewed"], m["test_reviewed"]) == (4, 6)
     assert server.count == 10
     assert m["test_routed_unreviewed"] > 0
+    # The call rate is what the LLM was asked; the band's share is logged beside it.
+    n_test = res.predictions.filter(pl.col("split") == "test").height
+    assert m["test_n"] == n_test and m["test_call_rate"] == pytest.approx(6 / n_test)
+    assert m["band_test_call_rate"] == pytest.approx((6 + m["test_routed_unreviewed"]) / n_test)
+    # The cell's seed is the reviewer's sampling seed
+    assert {r["seed"] for r in server.requests} == {42}
     # HyGRAIL-NE: the hypothesis only, no evidence in the prompt.
     assert all("Evidence" not in r["messages"][-1]["content"] for r in server.requests)
+
+
+def test_review_order_breaks_ties_without_looking_at_row_order():
+    scores = np.full(40, 0.3)  # all equally ambiguous: rows 0-19 could be the positives
+    picks = [review_order(scores, np.ones(40, bool), 0.3, 10, seed) for seed in range(20)]
+    assert all(len(p) == 10 for p in picks)
+    assert np.mean([np.sum(p < 20) for p in picks]) == pytest.approx(5, abs=1.5)  # not always the first rows
+    assert (review_order(scores, np.ones(40, bool), 0.3, 10, 3) == picks[3]).all()  # seeded
+
+
+def test_a_reviewer_without_usable_verdicts_stops_the_cell(tmp_path):
+    with ScriptedServer(default=Reply("this is not json at all")) as bad:
+        cfg = _cfg(tmp_path, bad.base_url, "method=hygrail", "evidence=none",
+                   "method.review_budget.val=5", "method.review_budget.test=5")
+        with pytest.raises(LLMCallError, match=r"10 of 10 reviews gave no usable verdict \(10 unparseable reply\)"):
+            run_cell(cfg)
 
 
 def test_stratified_cap_keeps_the_positive_rate():
@@ -82,6 +107,10 @@ def test_stratified_cap_keeps_the_positive_rate():
     assert len(set(idx)) == 42 and (np.diff(idx) > 0).all()
     assert (stratified_cap(labels, None, 0) == np.arange(210)).all()
     assert (stratified_cap(labels, 42, 0) == idx).all()
+    # small caps keep the rate too (no forced positive: 1 in 10 would double it)
+    assert labels[stratified_cap(labels, 10, 0)].sum() == 0 and labels[stratified_cap(labels, 21, 0)].sum() == 1
+    with pytest.raises(DataError, match="method.cap=0"):
+        stratified_cap(labels, 0, 0)
 
 
 def test_kgfm_reviews_every_candidate_within_the_cap_and_reaches_the_report(tmp_path, server):

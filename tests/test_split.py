@@ -91,3 +91,10 @@ def test_too_few_unlinked_pairs_is_a_clear_error(matkg_schema):
     small = _kg(matkg_schema, n_chm=5, n_apl=4, n_edges=12)
     with pytest.raises(DataError, match="unlinked CHM-APL pairs exist; lower neg_ratio"):
         temporal_split(small, matkg_schema.relation("chm_apl"))
+
+
+def test_a_relation_too_small_for_every_part_is_a_clear_error(matkg_schema):
+    tiny = _kg(matkg_schema, n_edges=4)  # 7:1:2 of 4 positives: val gets 0
+    with pytest.raises(DataError, match=r"has 4 edges: a 7:1:2 split gives train/val/test 3/0/1 positives"):
+        temporal_split(tiny, matkg_schema.relation("chm_apl"))
+    assert temporal_split(_kg(matkg_schema, n_edges=5), matkg_schema.relation("chm_apl")).part("val").height > 0

@@ -63,9 +63,11 @@ def temporal_split(
 ) -> Split:
     rng = np.random.default_rng(seed)
     pos = kg.relation_edges(relation)
-    if pos.height < 3:
+    sizes = split_sizes(pos.height, ratios)
+    if min(sizes) < 1:
         raise DataError(
-            f"relation {relation.name} ({relation.label}) has {pos.height} edges; a 7:1:2 split needs at least 3"
+            f"relation {relation.name} ({relation.label}) has {pos.height} edges: a {':'.join(f'{r:g}' for r in ratios)} "
+            f"split gives train/val/test {'/'.join(map(str, sizes))} positives; every part needs at least 1"
         )
     # Seeded tie-break among equal years keeps the split deterministic without favouring ids.
     pos = pos.with_columns(pl.Series("tie", rng.permutation(pos.height))).sort(["year", "tie"])

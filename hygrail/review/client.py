@@ -66,6 +66,7 @@ DEFAULTS: dict[str, Any] = {
     "transport": "aiohttp",
     "max_call_failure_rate": 0.25,
     "extra_body": None,  # server-specific request fields, e.g. vLLM's skip_special_tokens
+    "seed": None,  # sampling seed sent with every request (the pipeline passes the cell's seed)
     "chat_template_kwargs": None,
     "structured_output": "response_format",
     "confidence": "stated",
@@ -124,7 +125,7 @@ class ReviewClient:
         self.progress = progress
         self._embedded = None
         self._totals = dict.fromkeys(
-            ("requests", "calls", "cache_hits", "failures", "retries", "prompt_tokens",
+            ("requests", "calls", "cache_hits", "failures", "call_failures", "retries", "prompt_tokens",
              "completion_tokens", "cached_tokens"), 0
         )
         self._seconds = {"seconds": 0.0, "wall_seconds": 0.0}
@@ -200,6 +201,8 @@ class ReviewClient:
             "top_p": cfg["top_p"],
             "max_tokens": int(max_tokens or cfg["max_tokens"]),
         }
+        if cfg["seed"] is not None:
+            body["seed"] = int(cfg["seed"])
         # Server-specific fields go straight into the JSON body (what openai's extra_body does):
         # the body is the exact wire request, and its hash the cache key.
         if cfg["chat_template_kwargs"]:
@@ -363,6 +366,7 @@ class ReviewClient:
         t["cache_hits"] += reply["cache_hit"]
         t["retries"] += reply["retries"]
         t["failures"] += bool(reply.get("failure"))
+        t["call_failures"] += bool(reply.get("failure"))  # no reply; `failures` adds unusable replies
         t["prompt_tokens"] += reply.get("prompt_tokens", 0)
         t["completion_tokens"] += reply.get("completion_tokens", 0)
         t["cached_tokens"] += reply.get("cached_tokens") or 0
