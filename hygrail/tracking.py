@@ -17,8 +17,16 @@ from typing import Any, Iterator, Mapping
 from filelock import FileLock
 from omegaconf import DictConfig, OmegaConf
 
-# Config parts that say where things go, not what was computed: not part of a cell's identity.
+# Config parts that say where things go, not what was computed: not logged as the cell's config.
 VOLATILE = ("paths", "hydra", "tracking", "log_samples", "resume")
+# ... and parts that say how it was run (where the server is, how many threads or requests at once):
+# logged, but not part of the cell's identity, so a sweep resumed against a moved server skips done cells.
+HOW_RUN = ("threads", "format", "task", "llm.base_url", "llm.api_key_env", "llm.concurrency", "llm.timeout",
+           "llm.max_retries", "llm.transport", "llm.max_call_failure_rate", "llm.serve", "llm.embedded.threads",
+           "llm.embedded.model.cache_dir")
+# Bump when a code change alters the results of existing cells, so resume recomputes them.
+# 2: an unreachable LLM server stops the cell instead of logging GNN-only decisions as HyGRAIL's.
+RESULT_VERSION = 2
 SECRET_WORDS = ("secret", "password", "api_key")
 MAX_PARAM = 500
 
@@ -28,9 +36,43 @@ def cell_config(cfg: DictConfig) -> dict:
     return {k: v for k, v in plain.items() if k not in VOLATILE}
 
 
+def cell_identity(cfg: DictConfig) -> dict:
+    """Everything that determines a cell's result, and nothing else."""
+    ident = cell_config(cfg)
+    for dotted in HOW_RUN:
+        *parents, last = dotted.split(".")
+        node = ident
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(last, None)
+    if ident["method"]["name"] in ("gnn_only", "tsh"):  # no LLM, no evidence text
+        ident.pop("llm", None)
+        ident.pop("evidence", None)
+    data_files = _data_files(ident["data"])
+    return _floats(ident) | {"result_version": RESULT_VERSION} | ({"data_files": data_files} if data_files else {})
+
+
+def _floats(x):
+    """1 and 1.0 are one setting (budget=1 on the CLI, 1.0 in a file)."""
+    if isinstance(x, dict):
+        return {k: _floats(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_floats(v) for v in x]
+    return float(x) if isinstance(x, int) and not isinstance(x, bool) else x
+
+
+def _data_files(data: dict) -> list | None:
+    """Name, size and mtime of the files under a data path: edited files are new data."""
+    path = data.get("path")
+    if not path or not Path(path).is_dir():
+        return None
+    return [[f.name, st.st_size, st.st_mtime_ns] for f in sorted(Path(path).iterdir()) if f.is_file() and (st := f.stat())]
+
+
 def cell_key(cfg: DictConfig) -> str:
     """Content hash of everything that determines a cell's result."""
-    return hashlib.sha256(json.dumps(cell_config(cfg), sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(cell_identity(cfg), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def flatten(d: Mapping, prefix: str = "") -> dict[str, Any]:
@@ -66,7 +108,9 @@ def experiment_id(mlflow, name: str, artifact_root: Path) -> str:
 
 
 def finished_run(cfg: DictConfig) -> str | None:
-    """Run id of a finished run of this exact cell, so a re-run sweep skips it."""
+    """Run id of a finished run of this exact cell, so a re-run sweep skips it. A run in which
+    some LLM calls got no reply is not finished work: rerunning it sends only those (the rest are
+    cached)."""
     t = cfg.tracking
     with store(t.uri, Path(t.lock)) as mlflow:
         exp = mlflow.get_experiment_by_name(t.experiment)
@@ -75,10 +119,11 @@ def finished_run(cfg: DictConfig) -> str | None:
         runs = mlflow.search_runs(
             [exp.experiment_id],
             filter_string=f"tags.cell_key = '{cell_key(cfg)}' and attributes.status = 'FINISHED'",
-            max_results=1,
+            order_by=["attributes.start_time DESC"],
             output_format="list",
         )
-        return runs[0].info.run_id if runs else None
+        complete = [r for r in runs if not r.data.metrics.get("llm_call_failures")]
+        return complete[0].info.run_id if complete else None
 
 
 def log_cell(cfg: DictConfig, result, sweep: str | None) -> str:
@@ -89,6 +134,7 @@ def log_cell(cfg: DictConfig, result, sweep: str | None) -> str:
     tags = {"cell_key": cell_key(cfg), "sweep": sweep or "", "method_label": method_label(cfg)}
     tags |= {g: str(cfg[g].name) for g in ("relation", "backbone", "llm", "method")}
     tags["evidence"] = str(cfg.evidence.mode)
+    tags["data"] = str(cfg.data.name)
     with tempfile.TemporaryDirectory() as tmp, store(t.uri, Path(t.lock)) as mlflow:
         tmp = Path(tmp)
         result.predictions.write_parquet(tmp / "predictions.parquet")

@@ -68,7 +68,9 @@ def test_multirun_logs_cells_and_rerun_is_free(tmp_path):
         by_cell = {r.data.tags["cell_key"]: r.data.metrics["test_f1"] for r in runs}
         assert all(by_cell[r.data.tags["cell_key"]] == r.data.metrics["test_f1"] for r in new)
 
-        # And with resume (the default): finished cells are skipped, nothing new is logged.
-        proc = _sweep(outputs, server.base_url)
-        assert proc.stdout.count("already finished") == 4
+    # And with resume (the default): finished cells are skipped, nothing new is logged, even with
+    # the server moved to another port and other client settings (how, not what, was run).
+    with ScriptedServer(default=Reply(ok_review("yes", 0.9))) as moved:
+        proc = _sweep(outputs, moved.base_url, "llm.concurrency=3", "llm.timeout=20")
+        assert proc.stdout.count("already finished") == 4 and moved.count == 0
         assert len(_runs(outputs)) == 8
