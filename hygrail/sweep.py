@@ -37,6 +37,7 @@ def run(cfg: DictConfig) -> dict:
     from hygrail import tracking
     from hygrail.pipeline import run_cell
 
+    check_config(cfg)
     if cfg.resume and (done := tracking.finished_run(cfg)):
         print(f"cell {tracking.method_label(cfg)} already finished as MLflow run {done}; skipping (resume=false reruns it)")
         return {}
@@ -56,6 +57,20 @@ def run(cfg: DictConfig) -> dict:
     return m
 
 
+def check_config(cfg: DictConfig) -> None:
+    """Options that would otherwise fail only after a cell's GNN training (or not at all)."""
+    from hygrail.evidence.naturalize import MODES
+    from hygrail.review.client import llm_settings
+
+    if cfg.evidence.mode not in MODES:
+        raise DataError(f"evidence.mode={cfg.evidence.mode!r}; expected one of {list(MODES)}")
+    if cfg.method.name in ("hygrail", "kgfm"):
+        try:
+            llm_settings(cfg.llm)
+        except ValueError as e:
+            raise DataError(str(e)) from None
+
+
 TASKS = {"stats": stats, "run": run}
 
 
@@ -63,6 +78,8 @@ TASKS = {"stats": stats, "run": run}
 def main(cfg: DictConfig):
     import torch
 
+    if int(cfg.threads) < 1:
+        sys.exit(f"error: threads={cfg.threads}: expected >= 1")
     torch.set_num_threads(int(cfg.threads))
     task = TASKS.get(cfg.task)
     if task is None:

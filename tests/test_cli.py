@@ -28,6 +28,15 @@ def test_unknown_method_is_one_line(tmp_path):
     assert proc.stderr.strip().splitlines()[-1].startswith("error: method='nope'")
 
 
+def test_bad_options_stop_before_any_training(tmp_path):
+    for option, expected in (("evidence.mode=bogus", "error: evidence.mode='bogus'"),
+                             ("llm.confidence=vibes", "error: llm.confidence='vibes'"), ("threads=0", "error: threads=0")):
+        proc = _sweep("method=hygrail", option, tmp_path=tmp_path)
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr, option
+        assert proc.stderr.strip().splitlines()[-1].startswith(expected), proc.stderr[-500:]
+        assert "train " not in proc.stderr, option
+
+
 def test_stats_json_has_table_4_to_6_figures(tmp_path):
     proc = _sweep("task=stats", "format=json", tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stderr
