@@ -4,7 +4,7 @@ request timeout, retries with backoff, a persistent reply cache and per-call acc
 
 The HTTP transport is the SDK's aiohttp one (`openai.DefaultAioHttpClient`, `transport: aiohttp`):
 httpx's connection pool scans every idle connection on each request, which made client CPU per
-call grow with concurrency (2.7 ms at 64 in flight against 0.9 ms with aiohttp; bench/bench_review.py).
+call grow with concurrency (2.7 ms per call at 64 in flight; 1.2-1.5 ms with aiohttp; bench/bench_review.py).
 `transport: httpx` selects the SDK's default transport.
 
 Retries are the openai client's own (`max_retries`): exponential backoff from 0.5 s to 8 s with
