@@ -156,12 +156,16 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
     sep = "|---" * (1 + 2 * len(llms)) + "|"
     lines, flat = [], []
 
-    def row(label: str, cells: list[dict | None], block: str):
+    def row(label: str, cells: list[dict | None], block: str, marked: frozenset = frozenset()):
+        """``marked``: LLM columns whose values carry † (a sampled test set)."""
         shown = f"{label}‡" if (label, block) in budgeted else label
-        lines.append(f"| {shown} | " + " | ".join(f"{_cell(c, 'test_recall', n_rel)} | {_cell(c, 'test_f1', n_rel)}" for c in cells) + " |")
+        text = [f"{_cell(c, m, n_rel)}{'†' if llm in marked and c else ''}" for llm, c in zip(llms, cells)
+                for m in ("test_recall", "test_f1")]
+        lines.append(f"| {shown} | " + " | ".join(text) + " |")
         for llm, c in zip(llms, cells):
             if c is not None:
-                flat.append({"block": block, "method": label, "llm": llm} | {k: c[k] for k in c if k.startswith("test_")} | {"seeds": c["seeds"], "relations": c["relations"]})
+                flat.append({"block": block, "method": label, "llm": llm, "sampled": llm in marked}
+                            | {k: c[k] for k in c if k.startswith("test_")} | {"seeds": c["seeds"], "relations": c["relations"]})
 
     def find(df, **eq):
         if df is None:
@@ -176,8 +180,10 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
         if tsh is not None:
             row("TSH", [find(tsh)] * len(llms), "baselines")
         if kgfm is not None:
-            sampled = "test_sampled" in runs.columns and runs.filter(pl.col("tag.method") == "kgfm")["test_sampled"].max() == 1
-            row("KG-FM†" if sampled else "KG-FM", [find(kgfm, **{"tag.llm": m}) for m in llms], "baselines")
+            sampled = frozenset()
+            if "test_sampled" in runs.columns:
+                sampled = frozenset(runs.filter((pl.col("tag.method") == "kgfm") & (pl.col("test_sampled") == 1))["tag.llm"])
+            row("KG-FM", [find(kgfm, **{"tag.llm": m}) for m in llms], "baselines", sampled)
             if sampled:
                 lines += ["", "† sampled: metrics on a stratified sample of the test set (method.cap; size in test_evaluated)"]
         lines.append("")
@@ -246,15 +252,17 @@ def ablation_figure(runs: pl.DataFrame, param: str, xlabel: str, title: str, kin
     """Figs. 3/4: test F1 against an evidence knob, one series per LLM (HGT in the paper)."""
     df = runs.filter(pl.col("tag.method") == "hygrail").group_by("tag.llm", f"param.{param}").agg(pl.col("test_f1").mean())
     fig, ax = plt.subplots(figsize=(5, 3.5))
+    groups = sorted(df[f"param.{param}"].unique().to_list())  # one x axis for every series
+    width = 0.8 / max(1, df["tag.llm"].n_unique())
     for i, (llm,) in enumerate(sorted(df.select("tag.llm").unique().iter_rows())):
         part = df.filter(pl.col("tag.llm") == llm).sort(f"param.{param}")
         xs, ys = part[f"param.{param}"].to_list(), part["test_f1"].to_list()
         if kind == "line":
             ax.plot([float(x) for x in xs], ys, marker="o", label=llm)
         else:
-            width = 0.8 / max(1, df["tag.llm"].n_unique())
-            ax.bar(np.arange(len(xs)) + i * width, ys, width=width, label=llm)
-            ax.set_xticks(np.arange(len(xs)) + 0.4 - width / 2, xs)
+            ax.bar([groups.index(x) + i * width for x in xs], ys, width=width, label=llm)
+    if kind != "line":
+        ax.set_xticks(np.arange(len(groups)) + 0.4 - width / 2, groups)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("test F1")
     ax.set_title(title, fontsize=9)

@@ -129,9 +129,9 @@ def test_kgfm_reviews_every_candidate_within_the_cap_and_reaches_the_report(tmp_
     tracking.log_cell(cfg, res, sweep="test")
     runs = load_runs(cfg.tracking.uri, [cfg.tracking.experiment])
     md, flat = table2(runs)
-    assert "KG-FM†" in md and "sampled" in md
-    row = flat.filter(pl.col("method") == "KG-FM†").to_dicts()[0]
-    assert row["llm"] == "scripted" and row["test_f1"] == 1.0
+    assert "| KG-FM | 1.000† | 1.000† |" in md and "† sampled" in md
+    row = flat.filter(pl.col("method") == "KG-FM").to_dicts()[0]
+    assert row["llm"] == "scripted" and row["test_f1"] == 1.0 and row["sampled"]
     samples = json.loads(json.dumps(res.samples))
     assert samples and samples[0]["review"] in ("yes", "no")
 

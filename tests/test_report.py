@@ -111,3 +111,18 @@ def test_ablation_figures_draw_one_series_per_llm():
     assert len(lines) == 2 and list(lines[0].get_xdata()) == [0.5, 1.0, 2.0] and list(lines[0].get_ydata()) == [0.2, 0.4, 0.3]
     assert len(ablation_figure(runs, "evidence.sides", "sides", "Fig. 4", kind="bar").axes[0].patches) == 6
     assert len(purity_figure(runs).axes[0].collections[0].get_offsets()) == 1
+
+
+def test_bar_series_share_one_x_axis_and_kgfm_marks_only_sampled_columns():
+    rows = [_run("hygrail", "HyGRAIL-Auto", "hgt", llm, "chm_apl", 42, f1, 0.5, 0.3, 1, 1, 1, **{"evidence.sides": side})
+            for llm, side, f1 in (("a", "both", 0.4), ("a", "left", 0.2), ("b", "both", 0.5), ("b", "right", 0.3))]
+    ax = ablation_figure(pl.DataFrame(rows), "evidence.sides", "sides", "Fig. 4", kind="bar").axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["both", "left", "right"]
+    b_right = [p for p in ax.patches if p.get_height() == pytest.approx(0.3)][0]
+    assert round(b_right.get_x() + b_right.get_width() / 2) == 2  # drawn at "right", not at b's 2nd slot
+
+    kgfm = [_run("kgfm", "KG-FM", "rgcn", llm, "chm_apl", 42, 0.5, 0.4, 1.0, 4, 2, 6) | {"test_sampled": s}
+            for llm, s in (("a", 1.0), ("b", 0.0))]
+    md, flat = table2(pl.DataFrame(kgfm))
+    assert "| KG-FM | 0.400† | 0.500† | 0.400 | 0.500 |" in md
+    assert flat["sampled"].to_list() == [True, False]
