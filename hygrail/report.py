@@ -272,16 +272,19 @@ def ablation_figure(runs: pl.DataFrame, param: str, xlabel: str, title: str, kin
 
 
 def purity_figure(runs: pl.DataFrame):
-    """F1 against LLM call rate across routing purities (m, n)."""
-    df = runs.filter(pl.col("tag.method") == "hygrail").group_by("param.routing.m", "param.routing.n").agg(
+    """F1 against LLM call rate across routing purities (m, n): one series per LLM (seeds averaged)."""
+    df = runs.filter(pl.col("tag.method") == "hygrail").group_by("tag.llm", "param.routing.m", "param.routing.n").agg(
         pl.col("test_f1").mean(), pl.col("test_call_rate").mean()
     )
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.scatter(df["test_call_rate"].to_numpy(), df["test_f1"].to_numpy())
-    for r in df.iter_rows(named=True):
-        ax.annotate(f"m={r['param.routing.m']}, n={r['param.routing.n']}", (r["test_call_rate"], r["test_f1"]), fontsize=6)
+    for (llm,) in sorted(df.select("tag.llm").unique().iter_rows()):
+        part = df.filter(pl.col("tag.llm") == llm)
+        ax.scatter(part["test_call_rate"].to_numpy(), part["test_f1"].to_numpy(), label=llm)
+        for r in part.iter_rows(named=True):
+            ax.annotate(f"m={r['param.routing.m']}, n={r['param.routing.n']}", (r["test_call_rate"], r["test_f1"]), fontsize=6)
     ax.set_xlabel("test LLM call rate")
     ax.set_ylabel("test F1")
+    ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 

@@ -110,7 +110,8 @@ def test_ablation_figures_draw_one_series_per_llm():
     lines = fig.axes[0].get_lines()
     assert len(lines) == 2 and list(lines[0].get_xdata()) == [0.5, 1.0, 2.0] and list(lines[0].get_ydata()) == [0.2, 0.4, 0.3]
     assert len(ablation_figure(runs, "evidence.sides", "sides", "Fig. 4", kind="bar").axes[0].patches) == 6
-    assert len(purity_figure(runs).axes[0].collections[0].get_offsets()) == 1
+    # one point per LLM and (m, n): the two LLMs are not averaged into one
+    assert [len(c.get_offsets()) for c in purity_figure(runs).axes[0].collections] == [1, 1]
 
 
 def test_bar_series_share_one_x_axis_and_kgfm_marks_only_sampled_columns():
