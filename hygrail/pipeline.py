@@ -272,14 +272,12 @@ class Reviewer:
     def check_failures(self, results: list) -> None:
         """A reviewer that mostly gives no usable verdict would leave the fallback's numbers under
         the method's name: stop the cell instead."""
-        from collections import Counter
-
-        from hygrail.review.contract import LLMCallError
+        from hygrail.review.contract import LLMCallError, commonest_failure
 
         failed = [r.failure for r in results if not r.ok]
         rate = float(self.cfg.method.get("max_review_failure_rate", 1.0))
         if failed and len(failed) > rate * len(results):
-            kind, n = Counter(f.split(":", 1)[0] for f in failed).most_common(1)[0]
+            kind, n, _ = commonest_failure(failed)
             raise LLMCallError(
                 f"llm {self.cfg.llm.name}: {len(failed)} of {len(results)} reviews gave no usable verdict ({n} {kind}), "
                 f"over method.max_review_failure_rate={rate}; see the raw replies in the reply cache "

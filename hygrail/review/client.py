@@ -42,6 +42,7 @@ from hygrail.review.contract import (
     ParseError,
     ReviewRequest,
     ReviewResult,
+    commonest_failure,
     p_yes_from_logprobs,
     parse_review,
     review_schema,
@@ -297,8 +298,7 @@ class ReviewClient:
     def _check_failures(self, failures: list[str], n_sent: int) -> None:
         if not failures:
             return
-        kind, times = Counter(f.split(":", 1)[0] for f in failures).most_common(1)[0]
-        reason = next(f for f in failures if f.startswith(kind))  # one full message of the commonest kind
+        kind, times, reason = commonest_failure(failures)
         name = self.cfg["name"] or self.cfg["model"]
         log.warning("%s: %d of %d calls got no reply (%d %s, e.g. %r)", name, len(failures), n_sent, times, kind, reason)
         rate = float(self.cfg["max_call_failure_rate"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
@@ -75,6 +76,13 @@ class ReviewResult:
 
 class LLMCallError(RuntimeError):
     """Calls that produced no reply (after retries): one chat, or too many of a batch."""
+
+
+def commonest_failure(failures: Sequence[str]) -> tuple[str, int, str]:
+    """The most frequent kind of failure (the text before its first ':'), how often it occurred,
+    and one full message of that kind: what a one-line error about a batch should name."""
+    kind, times = Counter(f.split(":", 1)[0] for f in failures).most_common(1)[0]
+    return kind, times, next(f for f in failures if f.startswith(kind))
 
 
 class ParseError(ValueError):
