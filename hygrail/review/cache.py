@@ -60,12 +60,11 @@ class ReplyCache:
     def put(self, key: str, request: Mapping, reply: Mapping) -> dict:
         """Store `reply` unless the key is already there; return the stored reply. The first writer
         wins, so parallel jobs that both sent a request all use (and log) the same reply."""
-        conn = self._conn()
-        conn.execute(
+        inserted = self._conn().execute(
             "INSERT OR IGNORE INTO replies (key, request, reply) VALUES (?, ?, ?)",
             (key, json.dumps(request, sort_keys=True, ensure_ascii=False), json.dumps(reply, ensure_ascii=False)),
-        )
-        return self.get(key)
+        ).rowcount
+        return dict(reply) if inserted else self.get(key)
 
     def __len__(self) -> int:
         return self._conn().execute("SELECT count(*) FROM replies").fetchone()[0]
