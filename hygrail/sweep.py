@@ -34,9 +34,12 @@ def run(cfg: DictConfig) -> dict:
     """One cell: train/score (cached), route, review (cached), calibrate, log to MLflow."""
     from hydra.core.hydra_config import HydraConfig
 
+    import torch  # here, not in main(): task=stats needs no torch (~2 s to import)
+
     from hygrail import tracking
     from hygrail.pipeline import run_cell
 
+    torch.set_num_threads(int(cfg.threads))
     check_config(cfg)
     if cfg.resume and (done := tracking.finished_run(cfg)):
         print(f"cell {tracking.method_label(cfg)} already finished as MLflow run {done}; skipping (resume=false reruns it)")
@@ -76,11 +79,8 @@ TASKS = {"stats": stats, "run": run}
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig):
-    import torch
-
     if int(cfg.threads) < 1:
         sys.exit(f"error: threads={cfg.threads}: expected >= 1")
-    torch.set_num_threads(int(cfg.threads))
     task = TASKS.get(cfg.task)
     if task is None:
         sys.exit(f"error: task={cfg.task!r}; expected one of {sorted(TASKS)}")

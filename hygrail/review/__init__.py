@@ -1,8 +1,5 @@
 """LLM hypothesis review (paper §3.4, App. B.2): prompts, the JSON review contract, an
-OpenAI-compatible client with cache and accounting, γ calibration, and the embedded reviewer."""
+OpenAI-compatible client with cache and accounting, γ calibration, and the embedded reviewer.
 
-from hygrail.review.calibrate import choose_gamma, decide
-from hygrail.review.client import LLMCallError, ReviewClient
-from hygrail.review.contract import ReviewRequest, ReviewResult
-
-__all__ = ["ReviewClient", "ReviewRequest", "ReviewResult", "LLMCallError", "choose_gamma", "decide"]
+Nothing is imported here: `hygrail.review.contract` is light, `hygrail.review.client` pulls in
+openai and aiohttp (~1.3 s), and only a cell that reviews should pay for that."""
