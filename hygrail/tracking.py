@@ -135,20 +135,21 @@ def log_cell(cfg: DictConfig, result, sweep: str | None) -> str:
     tags |= {g: str(cfg[g].name) for g in ("relation", "backbone", "llm", "method")}
     tags["evidence"] = str(cfg.evidence.mode)
     tags["data"] = str(cfg.data.name)
-    with tempfile.TemporaryDirectory() as tmp, store(t.uri, Path(t.lock)) as mlflow:
+    with tempfile.TemporaryDirectory() as tmp:
+        # Files first, outside the store lock: parallel jobs wait only for the MLflow writes.
         tmp = Path(tmp)
         result.predictions.write_parquet(tmp / "predictions.parquet")
         (tmp / "evidence_samples.json").write_text(json.dumps(result.samples, indent=1, default=str))
         (tmp / "config.yaml").write_text(OmegaConf.to_yaml(cell_config(cfg)))
         if "score" in result.predictions.columns:  # KG-FM has no triage scores to plot
             score_figure(result.predictions, result.band, result.gnn_threshold).savefig(tmp / "score_distribution.png", dpi=120)
-        exp = experiment_id(mlflow, t.experiment, Path(t.artifacts))
         run_name = "/".join(tags.get(g, "-") for g in ("relation", "backbone", "method", "llm", "evidence"))
-        with mlflow.start_run(experiment_id=exp, run_name=run_name, tags=tags) as run:
-            for chunk in _chunks(params, 100):
-                mlflow.log_params(chunk)
-            mlflow.log_metrics({k: float(v) for k, v in result.metrics.items() if v is not None})
-            mlflow.log_artifacts(str(tmp))
+        with store(t.uri, Path(t.lock)) as mlflow:
+            exp = experiment_id(mlflow, t.experiment, Path(t.artifacts))
+            with mlflow.start_run(experiment_id=exp, run_name=run_name, tags=tags) as run:
+                mlflow.log_params(params)  # MLflow batches them (100 per request) itself
+                mlflow.log_metrics({k: float(v) for k, v in result.metrics.items() if v is not None})
+                mlflow.log_artifacts(str(tmp))
         return run.info.run_id
 
 
@@ -158,9 +159,3 @@ def method_label(cfg: DictConfig) -> str:
     if m == "hygrail":
         return {"none": "HyGRAIL-NE", "template": "HyGRAIL-Auto", "llm": "HyGRAIL-LLM"}[cfg.evidence.mode]
     return {"gnn_only": "GNN", "tsh": "TSH", "kgfm": "KG-FM"}.get(m, m)
-
-
-def _chunks(d: dict, n: int):
-    items = list(d.items())
-    for i in range(0, len(items), n):
-        yield dict(items[i : i + n])
