@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 import polars as pl
@@ -137,8 +137,7 @@ class KG:
     @cached_property
     def node_types(self) -> np.ndarray:
         """Type index (into schema.node_types) per node."""
-        lookup = {t: i for i, t in enumerate(self.schema.node_types)}
-        return np.array([lookup[t] for t in self.nodes["type"].to_list()], dtype=np.int64)
+        return _codes(self.nodes["type"], self.schema.node_types)
 
     @cached_property
     def names(self) -> list[str]:
@@ -151,8 +150,7 @@ class KG:
 
     @cached_property
     def edge_type_ids(self) -> np.ndarray:
-        lookup = {t: i for i, t in enumerate(self.edge_types)}
-        return np.array([lookup[t] for t in self.edges["type"].to_list()], dtype=np.int64)
+        return _codes(self.edges["type"], self.edge_types)
 
     @cached_property
     def _index(self) -> dict[tuple[str, str], int]:
@@ -237,3 +235,9 @@ class KG:
 
     def __repr__(self) -> str:
         return f"KG({self.num_nodes} nodes, {self.num_edges} edges, {len(self.edge_types)} edge types)"
+
+
+def _codes(values: pl.Series, categories: Sequence[str]) -> np.ndarray:
+    """Index of each value in ``categories``, in polars (a Python dict lookup per row took 0.8 s
+    on the 2.7M edges of full-size MatKG, and runs again for every split's training graph)."""
+    return values.replace_strict(list(categories), list(range(len(categories))), return_dtype=pl.Int64).to_numpy()
