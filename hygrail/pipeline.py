@@ -79,6 +79,11 @@ def _thresholded(kg, split, s_val, s_test, threshold, prefix: str) -> tuple[dict
     return metrics, _predictions(kg, split, s_val, s_test, p_val, p_test)
 
 
+def _method_metrics(metrics: dict, prefix: str) -> dict:
+    """A thresholded score model's own test metrics, under the method's names (test_f1, ...)."""
+    return {k.removeprefix(prefix): v for k, v in metrics.items() if k.startswith(f"{prefix}test_")}
+
+
 @dataclass
 class Triage:
     """Paper §3.1 on one split: scores, the GNN-only threshold, the band and the three-way routes."""
@@ -116,8 +121,7 @@ def gnn_stage(cfg: DictConfig, kg: KG, split: Split) -> tuple[Triage, dict, pl.D
 
 def run_gnn_only(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
     t, metrics, predictions = gnn_stage(cfg, kg, split)
-    y_test = _labels(split)[1]
-    metrics |= prf(y_test, predictions.filter(pl.col("split") == "test")["gnn_pred"].to_numpy(), "test_")
+    metrics |= _method_metrics(metrics, "gnn_")
     metrics |= {"test_call_rate": 0.0, "val_call_rate": 0.0}  # no LLM; band_*_call_rate says what HyGRAIL would route
     return CellResult(metrics, predictions.with_columns(pl.col("gnn_pred").alias("pred")), band=t.band, gnn_threshold=t.threshold)
 
@@ -143,7 +147,7 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
         "test_routed_unreviewed": int(np.sum(r_test == -1)) - len(pick_test),
     }
     reviewer = Reviewer(cfg, split, kg, cfg.evidence.mode)
-    review = reviewer.run(split, pick_val, pick_test, scores.val, scores.test, gnn_val[pick_val], gnn_test[pick_test],
+    review = reviewer.run(pick_val, pick_test, scores.val, scores.test, gnn_val[pick_val], gnn_test[pick_test],
                           base_val=np.where(r_val == -1, gnn_val, r_val))
     final_val = _combine(r_val, gnn_val, pick_val, review.val_decision)
     final_test = _combine(r_test, gnn_test, pick_test, review.test_decision)
@@ -180,7 +184,7 @@ def run_kgfm(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
     zeros_val, zeros_test = np.zeros(len(y_val)), np.zeros(len(y_test))
     reviewer = Reviewer(cfg, split, kg, "kgfm")
     # A failed review has no GNN to fall back on: it counts as a rejection (and as a failure).
-    review = reviewer.run(split, pick_val, pick_test, zeros_val, zeros_test,
+    review = reviewer.run(pick_val, pick_test, zeros_val, zeros_test,
                           np.zeros(len(pick_val), int), np.zeros(len(pick_test), int))
     metrics = review.metrics | prf(y_test[pick_test], review.test_decision, "test_") | prf(y_val[pick_val], review.val_decision, "val_")
     metrics |= {"test_call_rate": 1.0, "val_call_rate": 1.0, "test_sampled": float(len(pick_test) < len(y_test)),
@@ -200,8 +204,7 @@ def run_tsh(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
 
     res = tsh_scores(split, _plain(cfg.method))
     metrics, predictions = _thresholded(kg, split, res.val, res.test, res.threshold, "tsh_")
-    y_test = _labels(split)[1]
-    metrics |= prf(y_test, (res.test >= res.threshold).astype(int), "test_") | {"test_call_rate": 0.0, "val_call_rate": 0.0}
+    metrics |= _method_metrics(metrics, "tsh_") | {"test_call_rate": 0.0, "val_call_rate": 0.0}
     metrics |= {f"tsh_weight_{k}": float(v) for k, v in res.weights.items()}
     return CellResult(metrics, predictions.rename({"gnn_pred": "pred"}), gnn_threshold=res.threshold)
 
@@ -242,11 +245,12 @@ class Reviewer:
         self.client = ReviewClient(_plain(cfg.llm) | {"seed": int(cfg.seed)}, Path(cfg.paths.cache) / "llm.sqlite")
         self.naturalize_failures = 0  # LLM-naturalization calls that failed (template text used instead)
 
-    def run(self, split: Split, pick_val, pick_test, s_val, s_test, fb_val, fb_test, base_val=None) -> Review:
+    def run(self, pick_val, pick_test, s_val, s_test, fb_val, fb_test, base_val=None) -> Review:
         """Review the picked hypotheses; gamma maximises validation F1 of the final decision, whose
         other (unreviewed) val decisions are ``base_val`` (0/1 per val row, or None)."""
         from hygrail.review.calibrate import choose_gamma, decide
 
+        split = self.split
         y_val = split.part("val")["label"].to_numpy()
         t0 = time.perf_counter()
         try:
@@ -260,8 +264,8 @@ class Reviewer:
         if base_val is not None:
             rest = np.ones(len(y_val), bool)
             rest[pick_val] = False
-            y, p = y_val[rest], base_val[rest]
-            base = (int(np.sum((y == 1) & (p == 1))), int(np.sum((y == 0) & (p == 1))), int(np.sum((y == 1) & (p == 0))))
+            c = prf(y_val[rest], base_val[rest])
+            base = (int(c["tp"]), int(c["fp"]), int(c["fn"]))
         gamma = choose_gamma(res_val, y_val[pick_val], fb_val, on_failure, base_counts=base)
         metrics = {"gamma": gamma, "llm_wall_seconds": time.perf_counter() - t0,
                    "llm_naturalize_failures": float(self.naturalize_failures)}
