@@ -205,7 +205,7 @@ def run_tsh(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
     res = tsh_scores(split, _plain(cfg.method))
     metrics, predictions = _thresholded(kg, split, res.val, res.test, res.threshold, "tsh_")
     metrics |= _method_metrics(metrics, "tsh_") | {"test_call_rate": 0.0, "val_call_rate": 0.0}
-    metrics |= {f"tsh_weight_{k}": float(v) for k, v in res.weights.items()}
+    metrics |= {f"tsh_weight_{k}": float(v) for k, v in res.weights.items()} | {"tsh_fit_seconds": res.seconds}
     return CellResult(metrics, predictions.rename({"gnn_pred": "pred"}), gnn_threshold=res.threshold)
 
 

@@ -3,13 +3,12 @@ from pathlib import Path
 
 import pytest
 
-# The CI machine has 2 cores and other work on it; more threads made epochs 10-100x slower.
+# The CI machine has 2 cores and other work on it: one thread per process.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
-SHARED = ROOT.parent / "shared"
 
 
 @pytest.fixture(autouse=True, scope="session")

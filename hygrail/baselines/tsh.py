@@ -18,7 +18,8 @@ serves twice (weights, then threshold); test labels are never read.
 
 Descriptors are vectorised with sparse row products on the CSR adjacency, by batches of source
 nodes (see ``descriptors``); the full-release-size synthetic MatKG (70k nodes, 2.7 M edges, 335k
-val+test pairs) takes ~20 s on one core.
+val+test pairs) took 42 s on one core of a busy 2-core machine (chm_apl, no name embedding; each
+cell logs its own time as tsh_fit_seconds).
 """
 
 from __future__ import annotations

@@ -68,7 +68,8 @@ class ConcatHeteroLinear(HeteroLinear):
 
     Without pyg-lib, HeteroLinear writes each type's product into a slice of one output tensor;
     autograd then copies the whole tensor once per type. HGTConv has heads x edge types (4 x 50
-    on MatKG) types, which made an HGT epoch several times slower (bench/bench_triage.py)."""
+    on MatKG) types: encode + backward at 3,000 nodes took 2.05 s with PyG's HeteroLinear against
+    0.22 s with this one (measured once, 1 thread)."""
 
     def forward_naive(self, x: Tensor, type_ptr: Tensor) -> Tensor:
         # split/cat, not slicing: each slice's backward would also allocate a full-size gradient.

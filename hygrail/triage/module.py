@@ -14,7 +14,8 @@ rather than the training labels themselves:
   from message passing, since a training positive is otherwise an edge of the graph the GNN
   reads ("these two are adjacent" never holds for val/test positives, whose edges were removed).
   r = 0, the paper's setting and the configs' default, supervises every pair on the full
-  training graph: on the synthetic MatKG r = 0.5 gave no consistent gain (bench/bench_triage.py).
+  training graph: on the synthetic MatKG r = 0.5 gave no consistent gain in development trials
+(not reproducible from bench/: its options do not reach disjoint_train_ratio).
 Validation and scoring always use the full training graph.
 """
 
