@@ -43,8 +43,6 @@ def _plain(obj: object) -> object:
         return dict(obj)
     if isinstance(obj, (np.integer, np.floating)):
         return obj.item()
-    if isinstance(obj, (tuple, set, frozenset)):
-        return list(obj)
     raise TypeError(f"content_key: cannot hash {type(obj).__name__}; pass arrays, strings, numbers or mappings")
 
 

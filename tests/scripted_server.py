@@ -128,12 +128,6 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, json.dumps({"object": "list", "data": [{"id": "scripted", "object": "model"}]}).encode())
-                else:
-                    self._send(200, b'{"status": "ok"}')
-
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 body = json.loads(raw or b"{}")

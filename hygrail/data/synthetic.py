@@ -225,7 +225,6 @@ def edge_targets(schema: Schema, cfg: Mapping) -> dict[str, int]:
 class _Nodes:
     names: list[str]
     type_names: list[str]
-    type_of: np.ndarray  # type index per node
     topics: np.ndarray  # (N, T) bool
     hub: np.ndarray
     weight: np.ndarray  # popularity
@@ -324,7 +323,7 @@ def _nodes(schema: Schema, cfg: Mapping, scale: float, s: Structure, rng: np.ran
         )
     primary = np.array([rows_topics[src][0] if rows_topics[src] else -1 for src in perm])
     primary_niche = np.where(primary >= 0, primary * s.niches + niche_arr, -1)
-    return _Nodes(names, type_names, type_of, topics, hub_arr, w_arr, by_type, primary, primary_niche)
+    return _Nodes(names, type_names, topics, hub_arr, w_arr, by_type, primary, primary_niche)
 
 
 def _draw(ids: np.ndarray, cum: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:

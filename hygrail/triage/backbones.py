@@ -151,7 +151,7 @@ class RGCNNet(nn.Module):
         self.feat_std.copy_(pair_feats.std(0).clamp_min(1e-6))  # a constant feature stays 0
 
     def encode(self, graph: HeteroData) -> Tensor:
-        edge_index, edge_type, _ = relational_graph(graph)
+        edge_index, edge_type = relational_graph(graph)
         x = self.emb.weight
         for i, (conv, norm) in enumerate(zip(self.convs, self.norms)):
             x = norm(conv(x, edge_index, edge_type))

@@ -88,15 +88,15 @@ def hetero_graph(kg: KG) -> HeteroData:
     return data
 
 
-def relational_graph(data: HeteroData) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """(edge_index over KG node ids, relation id per edge, number of relations) for R-GCN: each
-    directed edge type of ``hetero_graph`` is one relation."""
+def relational_graph(data: HeteroData) -> tuple[torch.Tensor, torch.Tensor]:
+    """(edge_index over KG node ids, relation id per edge) for R-GCN: each directed edge type of
+    ``hetero_graph`` is one relation."""
     index, rel = [], []
     for r, (s, rel_name, d) in enumerate(data.edge_types):
         ei = data[s, rel_name, d].edge_index
         index.append(torch.stack([data[s].node_id[ei[0]], data[d].node_id[ei[1]]]))
         rel.append(torch.full((ei.size(1),), r, dtype=torch.long))
-    return torch.cat(index, dim=1), torch.cat(rel), len(data.edge_types)
+    return torch.cat(index, dim=1), torch.cat(rel)
 
 
 def _target_types(data: HeteroData, src_type: str, dst_type: str) -> tuple[tuple, tuple | None]:
