@@ -288,7 +288,7 @@ class Reviewer:
                 f"({self.client.cache.path if self.client.cache else 'none'}); raise llm.max_tokens or check the prompt")
 
     def text(self, ev, score: float, summary: str | None = None) -> tuple[str, str | None]:
-        from hygrail.evidence.naturalize import llm_naturalize, render, structured_lines
+        from hygrail.evidence.naturalize import render, structured_lines, wrap_summary
 
         statement = render(ev, "none", self.templates)
         if self.mode == "kgfm":
@@ -296,7 +296,7 @@ class Reviewer:
             return statement, f"Hypothesis: {statement}\nKnowledge graph context:\n{context}"
         if self.mode == "llm" and summary is not None:
             # The naturalizer's summary was fetched in one concurrent batch (see review()).
-            return statement, llm_naturalize(ev, self.templates, lambda _: summary, score, self.evidence_cfg)
+            return statement, wrap_summary(ev, self.templates, summary, score, self.evidence_cfg)
         return statement, render(ev, "template", self.templates, score, self.evidence_cfg)
 
     def review(self, part: pl.DataFrame, idx: np.ndarray, scores: np.ndarray, name: str):

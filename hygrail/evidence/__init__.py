@@ -2,6 +2,7 @@
 
 ``retrieve.retrieve(graph, u, v, relation, cfg) -> Evidence`` (structured, JSON-serialisable);
 ``naturalize.render(evidence, mode, templates, score, cfg) -> str`` for none / template;
-``naturalize.llm_naturalize(evidence, templates, chat, score, cfg) -> str`` for llm.
+``naturalize.llm_naturalize(evidence, templates, chat, score, cfg) -> str`` for llm (= ``wrap_summary`` of the
+chat's summary).
 ``python -m hygrail.evidence --help`` prints evidence and text for chosen or sampled hypotheses.
 """

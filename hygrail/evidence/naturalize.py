@@ -55,7 +55,7 @@ def render(
     cfg: Mapping | None = None,
 ) -> str:
     """Text for one hypothesis in mode ``none`` or ``template``. Mode ``llm`` goes through
-    ``llm_naturalize``, which the pipeline calls for a whole batch at once."""
+    ``llm_naturalize`` (the pipeline fetches a batch of summaries at once, then ``wrap_summary``)."""
     if mode == "none":
         return hypothesis(evidence, templates)
     if mode == "template":
@@ -126,9 +126,14 @@ def template_sentences(ev: Evidence, t: Mapping, score: float | None, cfg: Mappi
     if ev.convergence:
         out.append(sentence(t["convergence"].format(mechanisms="; ".join(mechanisms(f) for f in ev.convergence))))
     found = ev.contradictions + (score_contradictions(ev, score, cfg) if cfg is not None else [])
-    if found:
-        out.append(sentence(t["contradiction"].format(description="; ".join(contradiction_text(f, t) for f in found))))
-    return out
+    return out + contradiction_sentences(found, t)
+
+
+def contradiction_sentences(found: list, t: Mapping) -> list[str]:
+    """Table 9's contradiction sentence for the found inconsistencies (none: no sentence)."""
+    if not found:
+        return []
+    return [sentence(t["contradiction"].format(description="; ".join(contradiction_text(f, t) for f in found)))]
 
 
 # -- LLM-Naturalization ---------------------------------------------------------------------------
@@ -166,15 +171,14 @@ def llm_naturalize(
     score: float | None = None,
     cfg: Mapping | None = None,
 ) -> str:
-    """LLM-Naturalization: the LLM's summary in Table 9's overall format (hypothesis, header, score).
+    """LLM-Naturalization: ask ``chat`` for the summary, then ``wrap_summary``."""
+    return wrap_summary(evidence, templates, chat(naturalize_messages(evidence, templates)), score, cfg)
 
-    Contradictions against the GNN score are added after the summary as in template mode, since the
-    naturalizer never sees the score.
-    """
-    summary = chat(naturalize_messages(evidence, templates)).strip()
+
+def wrap_summary(
+    evidence: Evidence, templates: Mapping, summary: str, score: float | None = None, cfg: Mapping | None = None
+) -> str:
+    """An LLM summary in Table 9's overall format (hypothesis, header, score). Contradictions against
+    the GNN score are added after it as in template mode, since the naturalizer never sees the score."""
     extra = score_contradictions(evidence, score, cfg) if cfg is not None else []
-    sentences = [summary]
-    if extra:
-        desc = "; ".join(contradiction_text(f, templates) for f in extra)
-        sentences.append(sentence(templates["contradiction"].format(description=desc)))
-    return compose(evidence, templates, sentences, score)
+    return compose(evidence, templates, [summary.strip(), *contradiction_sentences(extra, templates)], score)
