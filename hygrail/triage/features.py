@@ -42,8 +42,8 @@ def edge_weights(kg: KG) -> np.ndarray:
 def local_index(kg: KG) -> np.ndarray:
     """Position of each node among the nodes of its type (HeteroData indexes nodes per type)."""
     out = np.empty(kg.num_nodes, dtype=np.int64)
-    for t in range(len(kg.schema.node_types)):
-        ids = np.flatnonzero(kg.node_types == t)
+    for t in kg.schema.node_types:
+        ids = kg.nodes_of_type(t)
         out[ids] = np.arange(len(ids))
     return out
 
@@ -61,9 +61,9 @@ def hetero_graph(kg: KG) -> HeteroData:
     local = local_index(kg)
     # A node type without edges gets no messages (HeteroConv drops it, HGTConv fails on it).
     with_edges = {t for etype in kg.edge_types for t in etype.partition("-")[::2]}
-    for i, t in enumerate(types):
+    for t in types:
         if t in with_edges:
-            ids = np.flatnonzero(kg.node_types == i)
+            ids = kg.nodes_of_type(t)
             data[t].node_id = torch.from_numpy(ids)
             data[t].num_nodes = len(ids)
     u, v = kg.edges["u"].to_numpy(), kg.edges["v"].to_numpy()
@@ -118,13 +118,12 @@ def target_edge_positions(data: HeteroData, src_type: str, dst_type: str, src: n
     if fwd[0] != src_type:  # the edge type is named the other way round from the relation
         s, d = d, s
     base = int(li.max()) + 1
-    keys = ei[0, :n_fwd] * base + ei[1, :n_fwd]
-    order = torch.argsort(keys)
+    sorted_keys, order = torch.sort(ei[0, :n_fwd] * base + ei[1, :n_fwd])  # keys are unique
     out = torch.full((len(s),), -1, dtype=torch.long)
     for a, b in ((s, d), (d, s)) if rev is None else ((s, d),):
         q = a * base + b
-        at = torch.searchsorted(keys[order], q).clamp_max(n_fwd - 1)
-        found = (keys[order][at] == q) & (out < 0)
+        at = torch.searchsorted(sorted_keys, q).clamp_max(n_fwd - 1)
+        found = (sorted_keys[at] == q) & (out < 0)
         out[found] = order[at][found]
     return out
 

@@ -87,10 +87,8 @@ def purity_interval(scores: np.ndarray, labels: np.ndarray, m: float, n: float) 
         raise ValueError(f"purity parameters must lie in [0, 1], got m={m}, n={n}")
     if len(scores) == 0:
         raise ValueError("purity_interval: empty validation scores")
-    values, counts = np.unique(scores, return_counts=True)
-    order = np.argsort(scores, kind="stable")
-    group = np.repeat(np.arange(len(values)), counts)  # group id of each sorted hypothesis
-    pos_per_group = np.bincount(group, weights=labels[order], minlength=len(values))
+    values, group, counts = np.unique(scores, return_inverse=True, return_counts=True)  # group: per hypothesis
+    pos_per_group = np.bincount(group, weights=labels, minlength=len(values))
     big_k = len(values)
 
     # below[k] / above[j]: hypotheses in the first k / last j groups (k, j = 0..K), and their negatives / positives.
