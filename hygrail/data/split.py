@@ -71,14 +71,12 @@ def temporal_split(
         )
     # Seeded tie-break among equal years keeps the split deterministic without favouring ids.
     pos = pos.with_columns(pl.Series("tie", rng.permutation(pos.height))).sort(["year", "tie"])
-    n_train, n_val, n_test = split_sizes(pos.height, ratios)
-    names = np.array(["train"] * n_train + ["val"] * n_val + ["test"] * n_test)
-    pos = pos.with_columns(pl.Series("split", names), pl.lit(1, pl.Int8).alias("label"))
+    pos = pos.with_columns(pl.Series("split", np.repeat(SPLITS, sizes)), pl.lit(1, pl.Int8).alias("label"))
 
     src_pool, dst_pool = kg.nodes_of_type(relation.src), kg.nodes_of_type(relation.dst)
-    n_neg = {s: neg_ratio * int((names == s).sum()) for s in SPLITS}
-    neg_src, neg_dst = sample_unlinked(kg, src_pool, dst_pool, sum(n_neg.values()), rng, relation)
-    neg_split = np.array([s for s in SPLITS for _ in range(n_neg[s])])
+    n_neg = [neg_ratio * k for k in sizes]
+    neg_src, neg_dst = sample_unlinked(kg, src_pool, dst_pool, sum(n_neg), rng, relation, pos.height)
+    neg_split = np.repeat(SPLITS, n_neg)
     neg = pl.DataFrame(
         {
             "split": neg_split,
@@ -102,11 +100,13 @@ def sample_unlinked(
     n: int,
     rng: np.random.Generator,
     relation: Relation,
+    n_linked: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """n distinct (src, dst) pairs with no edge between them in ``kg`` (any split, any type)."""
+    """n distinct (src, dst) pairs with no edge between them in ``kg`` (any split, any type);
+    ``n_linked``: the relation's edge count."""
     # Every observed edge between these two node types is an edge of this relation.
     pairs = len(src_pool) * len(dst_pool) if relation.src != relation.dst else len(src_pool) * (len(src_pool) - 1) // 2
-    capacity = pairs - kg.relation_edges(relation).height
+    capacity = pairs - n_linked
     if capacity < n:
         raise DataError(
             f"relation {relation.name}: {n} negatives requested but only {capacity} unlinked "
