@@ -29,7 +29,6 @@ import numpy as np
 
 from hygrail.data import data_config
 
-ROOT = Path(__file__).resolve().parents[1]
 # Paper Table 6: (pos, neg) per split.
 TABLE6 = {
     "chm_apl": [(137, 2714), (18, 390), (39, 776)],
@@ -42,7 +41,6 @@ TABLE6 = {
 }
 
 
-data_cfg = data_config
 
 
 def peak_gb() -> float:
@@ -67,7 +65,7 @@ def make(folder: Path, scale: float, seed: int) -> None:
     from hygrail.data.synthetic import generate
     from hygrail.kg import Schema
 
-    cfg = data_cfg(scale=scale, seed=seed)
+    cfg = data_config(scale=scale, seed=seed)
     steps = Steps()
     kg = steps.run("generate", generate, Schema.from_config(cfg["schema"]), cfg)
     print(f"  {kg}")
@@ -81,7 +79,7 @@ def load(folder: Path, relation: str, profile: bool) -> None:
     from hygrail.data.split import temporal_split
     from hygrail.kg import Schema
 
-    schema = Schema.from_config(data_cfg()["schema"])
+    schema = Schema.from_config(data_config()["schema"])
     steps = Steps()
     prof = cProfile.Profile() if profile else None
     if prof:
@@ -107,7 +105,7 @@ def calibration(seeds: tuple[int, ...]) -> None:
     from hygrail.data.synthetic import BRIDGE, NOISE, generate_with_topics
     from hygrail.kg import Schema
 
-    cfg = data_cfg()
+    cfg = data_config()
     schema = Schema.from_config(cfg["schema"])
     print("Calibration at scale 1 (paper Tables 5-6; Adamic-Adar AUC on the training graph)")
     print(f"  {'relation':<9} {'split':<6} {'pos':>4} {'T6 pos':>6} {'total':>6} {'T6 tot':>6} {'dev':>6}"

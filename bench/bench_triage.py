@@ -37,10 +37,6 @@ from hygrail.triage.train import build_module, fit, predict
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
-def data_cfg(scale: float) -> dict:
-    return data_config(scale=scale)
-
-
 def backbone_cfg(name: str, epochs: int | None) -> dict:
     cfg = OmegaConf.to_container(OmegaConf.load(CONF / f"backbone/{name}.yaml"))
     if epochs is not None:
@@ -75,7 +71,7 @@ def peak_rss_gb() -> float:
 
 def small_graph(args, m: float, n: float) -> None:
     t0 = time.perf_counter()
-    kg = load_kg(data_cfg(1.0))
+    kg = load_kg(data_config(scale=1.0))
     split = temporal_split(kg, kg.schema.relation(args.relation), seed=args.seed)
     print(f"{kg}; split {split.counts()} ({time.perf_counter() - t0:.1f} s)")
     y_val, y_test = split.part("val")["label"].to_numpy(), split.part("test")["label"].to_numpy()
@@ -109,7 +105,7 @@ def full_graph(args) -> None:
     """Full batch: PyG's neighbour samplers need pyg-lib or torch-sparse, neither of which has a wheel
     for this torch; and one full-batch step over the whole graph fits in memory (measured here)."""
     t0 = time.perf_counter()
-    kg = load_kg(data_cfg(args.full_scale))
+    kg = load_kg(data_config(scale=args.full_scale))
     split = temporal_split(kg, kg.schema.relation(args.relation), seed=args.seed)
     print(f"\nfull size: {kg}; {split.pairs.height} hypotheses; generated + split in "
           f"{time.perf_counter() - t0:.0f} s; peak RSS so far {peak_rss_gb():.2f} GB")

@@ -24,12 +24,11 @@ TABLE5 = {
 TABLE6_TOTALS = {"train": 29_543, "val": 4_222, "test": 8_445}
 
 
-_cfg = data_config
 
 
 @pytest.fixture(scope="module")
 def synth(matkg_schema):
-    return generate_with_topics(matkg_schema, _cfg())
+    return generate_with_topics(matkg_schema, data_config())
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +52,7 @@ def test_tables_4_and_5_exactly(synth, matkg_schema):
 def test_other_edge_types_follow_release_proportions(synth, matkg_schema):
     kg, _ = synth
     edges = dict(kg.edges.group_by("type").len().iter_rows())
-    weights = {matkg_schema.canonical(t): w for t, w in _cfg()["other_edges"].items()}
+    weights = {matkg_schema.canonical(t): w for t, w in data_config()["other_edges"].items()}
     assert sum(weights.values()) == 2_705_739 - 1_103_044  # release total minus its 7 relations
     for etype, w in weights.items():
         assert abs(edges[etype] - 7_864 * w / sum(weights.values())) < 1, etype  # largest remainder
@@ -74,9 +73,9 @@ def test_counts_floor_heavy_tail_and_years(synth):
 
 
 def test_deterministic_by_seed(matkg_schema):
-    a, b = generate(matkg_schema, _cfg(seed=7)), generate(matkg_schema, _cfg(seed=7))
+    a, b = generate(matkg_schema, data_config(seed=7)), generate(matkg_schema, data_config(seed=7))
     assert a.nodes.equals(b.nodes) and a.edges.equals(b.edges)
-    c = generate(matkg_schema, _cfg(seed=8))
+    c = generate(matkg_schema, data_config(seed=8))
     assert not a.edges.equals(c.edges)
     assert not a.nodes["name"].equals(c.nodes["name"])  # node ids are shuffled per seed
 
@@ -158,7 +157,7 @@ def test_learnable_but_not_trivial(splits):
 
 
 def test_scale_multiplies_nodes_and_densifies_edges(matkg_schema):
-    kg = generate(matkg_schema, _cfg(scale=2.0))
+    kg = generate(matkg_schema, data_config(scale=2.0))
     nodes = dict(kg.nodes.group_by("type").len().iter_rows())
     assert nodes == {t: 2 * n for t, n in TABLE4.items()}
     f = 2.0**1.782
@@ -168,14 +167,14 @@ def test_scale_multiplies_nodes_and_densifies_edges(matkg_schema):
 
 
 def test_full_release_size_targets(matkg_schema):
-    cfg = _cfg(scale=23.334)
+    cfg = data_config(scale=23.334)
     targets = edge_targets(matkg_schema, cfg)
     assert sum(targets.values()) == pytest.approx(2_705_739, rel=0.001)
     assert targets["CHM-PRO"] == round(621 * 23.334**1.782)
 
 
 def test_load_kg_uses_the_generator(matkg_schema):
-    kg = load_kg(_cfg(scale=0.2))
+    kg = load_kg(data_config(scale=0.2))
     assert kg.num_nodes == sum(round(n * 0.2) for n in TABLE4.values())
 
 
@@ -192,5 +191,5 @@ def test_load_kg_uses_the_generator(matkg_schema):
 )
 def test_bad_config_is_a_one_line_data_error(matkg_schema, over, message):
     with pytest.raises(DataError, match=message) as e:
-        generate(matkg_schema, _cfg(**over))
+        generate(matkg_schema, data_config(**over))
     assert "\n" not in str(e.value)
