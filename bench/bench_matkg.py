@@ -34,6 +34,7 @@ import polars as pl
 from hygrail.data import data_config
 from hygrail.data.matkg import load_matkg
 from hygrail.data.split import temporal_split
+from hygrail.data.stats import kg_stats
 from hygrail.data.subgraph import sample_subgraph
 from hygrail.data.synthetic import generate
 from hygrail.kg import KG, Schema
@@ -159,13 +160,9 @@ def load(workdir: Path, scale: float, with_years: bool) -> None:
     steps.save(workdir)
 
 
-def density(kg: KG) -> float:
-    return 2 * kg.num_edges / (kg.num_nodes * (kg.num_nodes - 1))
-
-
 def describe_subgraph(kg: KG, sub: KG) -> None:
-    print(f"  subgraph: {sub}; density {density(sub):.3g} vs full {density(kg):.3g} "
-          f"(ratio {density(sub) / density(kg):.3f})")  # fmt: skip
+    d_sub, d_full = kg_stats(sub)["density"], kg_stats(kg)["density"]  # the paper's E / (N (N - 1))
+    print(f"  subgraph: {sub}; density {d_sub:.3g} vs full {d_full:.3g} (ratio {d_sub / d_full:.3f})")
     full_n = np.bincount(kg.node_types, minlength=len(kg.schema.node_types))
     sub_n = np.bincount(sub.node_types, minlength=len(kg.schema.node_types))
     print("  nodes per type (subgraph / full): " + ", ".join(
