@@ -98,14 +98,14 @@ class Triage:
 def gnn_stage(cfg: DictConfig, kg: KG, split: Split) -> tuple[Triage, dict, pl.DataFrame]:
     """Backbone scores (trained once per relation/backbone/seed, then cached), the GNN-only decision
     at the validation max-F1 threshold, and the purity band [a*, b*] with its call rates."""
-    from hygrail.triage.routing import f1_threshold, purity_interval, route
+    from hygrail.triage.routing import calibrate_band, f1_threshold, route
     from hygrail.triage.train import triage_scores
 
     y_val = _labels(split)[0]
     scores = triage_scores(split, _plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage", progress=True)
     threshold = f1_threshold(scores.val, y_val)
     metrics, predictions = _thresholded(kg, split, scores.val, scores.test, threshold, "gnn_")
-    band = purity_interval(scores.val, y_val, float(cfg.routing.m), float(cfg.routing.n))
+    band = calibrate_band(scores.val, y_val, _plain(cfg.routing))
     t = Triage(scores, threshold, (float(np.clip(band.a, 0, 1)), float(np.clip(band.b, 0, 1))),
                route(scores.val, band), route(scores.test, band))
     metrics |= {

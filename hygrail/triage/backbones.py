@@ -1,9 +1,11 @@
 """The three triage backbones of paper §4 "GNN backbones" / App. B.1, as plain ``nn.Module``s.
 
 Each one is built from the training graph (``features.hetero_graph``) and the hypothesis
-relation's endpoint types, and maps candidate pairs (KG node ids) to logits:
-``forward(graph, src, dst, pair_feats) -> logits``; ``sigmoid(logits)`` is the score s_h in [0, 1].
-One model is trained per relation, so the decoder is specific to that relation.
+relation's endpoint types, and maps candidate pairs (KG node ids) to logits in two steps:
+``z = encode(graph)`` (node states, once per graph) and ``decode(graph, z, src, dst, pair_feats)``
+(any number of pairs, e.g. in chunks over a whole candidate space); ``forward`` is the two in a
+row. ``sigmoid(logits)`` is the score s_h in [0, 1]. One model is trained per relation, so the
+decoder is specific to that relation.
 """
 
 from __future__ import annotations
@@ -58,9 +60,12 @@ class HeteroConvNet(nn.Module):
                 x_dict = {t: x.relu() for t, x in x_dict.items()}
         return x_dict
 
-    def forward(self, graph: HeteroData, src: Tensor, dst: Tensor, pair_feats: Tensor | None = None) -> Tensor:
-        z, (s, d) = self.encode(graph), self.relation
+    def decode(self, graph: HeteroData, z: dict[str, Tensor], src: Tensor, dst: Tensor, pair_feats: Tensor | None = None) -> Tensor:
+        s, d = self.relation
         return self.decoder(z[s][graph.local_index[src]], z[d][graph.local_index[dst]])
+
+    def forward(self, graph: HeteroData, src: Tensor, dst: Tensor, pair_feats: Tensor | None = None) -> Tensor:
+        return self.decode(graph, self.encode(graph), src, dst, pair_feats)
 
 
 class ConcatHeteroLinear(HeteroLinear):
@@ -103,9 +108,12 @@ class HGTNet(nn.Module):
             x_dict = {t: norm[t](x).relu() for t, x in x_dict.items()}
         return x_dict
 
-    def forward(self, graph: HeteroData, src: Tensor, dst: Tensor, pair_feats: Tensor | None = None) -> Tensor:
-        z, (s, d) = self.encode(graph), self.relation
+    def decode(self, graph: HeteroData, z: dict[str, Tensor], src: Tensor, dst: Tensor, pair_feats: Tensor | None = None) -> Tensor:
+        s, d = self.relation
         return self.decoder(z[s][graph.local_index[src]], z[d][graph.local_index[dst]])
+
+    def forward(self, graph: HeteroData, src: Tensor, dst: Tensor, pair_feats: Tensor | None = None) -> Tensor:
+        return self.decode(graph, self.encode(graph), src, dst, pair_feats)
 
 
 class RGCNNet(nn.Module):
@@ -160,7 +168,9 @@ class RGCNNet(nn.Module):
         return x
 
     def forward(self, graph: HeteroData, src: Tensor, dst: Tensor, pair_feats: Tensor | None = None) -> Tensor:
-        z = self.encode(graph)
+        return self.decode(graph, self.encode(graph), src, dst, pair_feats)
+
+    def decode(self, graph: HeteroData, z: Tensor, src: Tensor, dst: Tensor, pair_feats: Tensor | None = None) -> Tensor:
         zs, zd = F.normalize(z[src], dim=-1), F.normalize(z[dst], dim=-1)
         feats = (pair_feats - self.feat_mean) / self.feat_std
         rel = self.relation_emb.expand(len(src), -1)

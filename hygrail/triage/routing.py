@@ -40,6 +40,7 @@ validation hypotheses. Edge cases, all documented in ``Band``:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 from sklearn.metrics import precision_recall_curve
@@ -111,6 +112,12 @@ def purity_interval(scores: np.ndarray, labels: np.ndarray, m: float, n: float) 
 
     a, b = _cuts(values, k, j)
     return Band(a, b, feasible_a=bool(ok_k[1:].any()), feasible_b=bool(ok_j[1:].any()))
+
+
+def calibrate_band(scores: np.ndarray, labels: np.ndarray, cfg: Mapping) -> Band:
+    """The band a ``conf/routing/*.yaml`` config asks for, from validation scores and labels only
+    (``default``: the paper's fixed purities m, n)."""
+    return purity_interval(scores, labels, float(cfg["m"]), float(cfg["n"]))
 
 
 def _cuts(values: np.ndarray, k: int, j: int) -> tuple[float, float]:

@@ -2,8 +2,9 @@
 
 ``triage_scores`` is the stage the pipeline calls: its result depends only on (split pairs,
 training graph, backbone config, seed, CODE_VERSION), hashed into the cache key, so the 12
-LLM x evidence cells of one (relation, backbone) share one training run. ``score_pairs`` scores
-any other candidate pairs with the cached model.
+LLM x evidence cells of one (relation, backbone) share one training run. ``load_scorer`` gives
+the cached model as a ``Scorer`` for any other candidate pairs (discovery): the graph is encoded
+once and pairs are decoded in chunks.
 """
 
 from __future__ import annotations
@@ -52,19 +53,20 @@ class Scores:
 
 
 def triage_scores(
-    split: Split, backbone_cfg: Mapping, seed: int, cache_dir: Path | None, progress: bool = False
+    split: Split, backbone_cfg: Mapping, seed: int, cache_dir: Path | None, progress: bool = False, logger=None
 ) -> Scores:
-    """Scores of the val/test hypotheses from ``backbone_cfg`` trained with ``seed`` (cached)."""
+    """Scores of the val/test hypotheses from ``backbone_cfg`` trained with ``seed`` (cached).
+    ``logger``: a Lightning logger for the training curves (used only when training runs)."""
     cfg = plain_config(backbone_cfg)
     key = cache_key(split, cfg, seed)
     if cache_dir is None:
-        run = fit(split, cfg, seed, progress)
+        run = fit(split, cfg, seed, progress, logger)
         return Scores(run.scores["val"], run.scores["test"], key, False, run.seconds, run.best_epoch, None)
 
     fitted: list[FitResult] = []
 
     def write(tmp: Path) -> None:
-        run = fit(split, cfg, seed, progress)
+        run = fit(split, cfg, seed, progress, logger)
         fitted.append(run)
         np.savez(tmp / "scores.npz", val=run.scores["val"], test=run.scores["test"])
         run.trainer.save_checkpoint(tmp / "model.ckpt", weights_only=True)
@@ -90,18 +92,41 @@ def triage_scores(
     return Scores(val, test, key, hit, seconds, int(meta["best_epoch"]), entry / "model.ckpt")
 
 
-def score_pairs(
-    split: Split, backbone_cfg: Mapping, seed: int, cache_dir: Path, src: np.ndarray, dst: np.ndarray
-) -> np.ndarray:
-    """Scores of arbitrary (src, dst) pairs of the split's relation (KG node ids) from the cached
-    model of (split, backbone_cfg, seed); trains it first if the cache lacks it."""
+class Scorer:
+    """A trained triage model scoring any (src, dst) pairs of its relation on its graph.
+
+    ``encode`` runs once (the node states are kept); each call decodes pairs in chunks of
+    ``chunk``, computing R-GCN's pair features per chunk, so memory is bounded by the chunk and
+    not by the number of pairs (a relation's whole candidate space is ~1.5e8 pairs at full size).
+    """
+
+    def __init__(self, module: TriageModule, graph_kg: KG):
+        self.module, self.kg = module.eval(), graph_kg
+        self.backbone = module.backbone
+        with torch.no_grad():
+            self.z = self.backbone.encode(module.graph)
+
+    @torch.no_grad()
+    def __call__(self, src: np.ndarray, dst: np.ndarray, chunk: int = 1 << 16) -> np.ndarray:
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        out = np.empty(len(src), dtype=np.float64)
+        for lo in range(0, len(src), chunk):
+            b = pair_batch(self.kg, src[lo : lo + chunk], dst[lo : lo + chunk], None, self.backbone.uses_pair_features)
+            logits = self.backbone.decode(self.module.graph, self.z, b["src"], b["dst"], b.get("pair_feats"))
+            out[lo : lo + chunk] = torch.sigmoid(logits + self.module.prior_logit).double().numpy()
+        return out
+
+
+def load_scorer(split: Split, backbone_cfg: Mapping, seed: int, cache_dir: Path) -> Scorer:
+    """The cached model of (split, backbone_cfg, seed) as a ``Scorer``; trains it first if the
+    cache lacks it."""
     cfg = plain_config(backbone_cfg)
     ckpt = triage_scores(split, cfg, seed, cache_dir).checkpoint
     backbone, graph = build_backbone(split.train_graph, split.relation, cfg)
     module = TriageModule.load_from_checkpoint(
         ckpt, map_location="cpu", backbone=backbone, graph=graph, relation=(split.relation.src, split.relation.dst)
     )
-    return predict(module, pair_batch(split.train_graph, src, dst, None, backbone.uses_pair_features))
+    return Scorer(module, split.train_graph)
 
 
 def cache_key(split: Split, cfg: Mapping, seed: int) -> str:
@@ -138,7 +163,7 @@ class FitResult:
     best_epoch: int
 
 
-def fit(split: Split, cfg: Mapping, seed: int, progress: bool = False) -> FitResult:
+def fit(split: Split, cfg: Mapping, seed: int, progress: bool = False, logger=None) -> FitResult:
     """Seeded, deterministic full-batch training by a lean Lightning Trainer on CPU; the weights
     of the best validation max-F1 epoch are kept (the last ones if validation never ran)."""
     epochs, val_every = int(cfg["epochs"]), int(cfg["val_every"])
@@ -152,7 +177,7 @@ def fit(split: Split, cfg: Mapping, seed: int, progress: bool = False) -> FitRes
             check_val_every_n_epoch=val_every,
             num_sanity_val_steps=0,  # an untrained model must not become "best"
             deterministic=True,
-            logger=False,
+            logger=logger if logger is not None else False,
             enable_checkpointing=False,
             enable_progress_bar=False,
             enable_model_summary=False,
