@@ -59,12 +59,13 @@ def review_order(scores: np.ndarray, candidates: np.ndarray, centre: float, budg
     return np.sort(idx[order[: int(budget)]])
 
 
-def run_cell(cfg: DictConfig) -> CellResult:
+def run_cell(cfg: DictConfig, logger=None) -> CellResult:
+    """One cell; ``logger``: a Lightning logger receiving the triage training curves (if it trains)."""
     method = cfg.method.name
     if method not in METHODS:
         raise DataError(f"method={method!r}; expected one of {sorted(METHODS)}")
     kg, split = build_split(cfg)
-    return METHODS[method](cfg, kg, split)
+    return METHODS[method](cfg, kg, split, logger)
 
 
 def _labels(split: Split) -> tuple[np.ndarray, np.ndarray]:
@@ -95,14 +96,15 @@ class Triage:
     route_test: np.ndarray
 
 
-def gnn_stage(cfg: DictConfig, kg: KG, split: Split) -> tuple[Triage, dict, pl.DataFrame]:
+def gnn_stage(cfg: DictConfig, kg: KG, split: Split, logger=None) -> tuple[Triage, dict, pl.DataFrame]:
     """Backbone scores (trained once per relation/backbone/seed, then cached), the GNN-only decision
     at the validation max-F1 threshold, and the purity band [a*, b*] with its call rates."""
     from hygrail.triage.routing import calibrate_band, f1_threshold, route
     from hygrail.triage.train import triage_scores
 
     y_val = _labels(split)[0]
-    scores = triage_scores(split, _plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage", progress=True)
+    scores = triage_scores(split, _plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage", progress=True,
+                           logger=logger)
     threshold = f1_threshold(scores.val, y_val)
     metrics, predictions = _thresholded(kg, split, scores.val, scores.test, threshold, "gnn_")
     band = calibrate_band(scores.val, y_val, _plain(cfg.routing))
@@ -119,16 +121,16 @@ def gnn_stage(cfg: DictConfig, kg: KG, split: Split) -> tuple[Triage, dict, pl.D
     return t, metrics, predictions.with_columns(pl.Series("route", np.concatenate([t.route_val, t.route_test]).astype(np.int8)))
 
 
-def run_gnn_only(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
-    t, metrics, predictions = gnn_stage(cfg, kg, split)
+def run_gnn_only(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
+    t, metrics, predictions = gnn_stage(cfg, kg, split, logger)
     metrics |= _method_metrics(metrics, "gnn_")
     metrics |= {"test_call_rate": 0.0, "val_call_rate": 0.0}  # no LLM; band_*_call_rate says what HyGRAIL would route
     return CellResult(metrics, predictions.with_columns(pl.col("gnn_pred").alias("pred")), band=t.band, gnn_threshold=t.threshold)
 
 
-def run_hygrail(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
+def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
     """Paper §3: triage band -> evidence -> text -> review -> gamma; the GNN decides outside the band."""
-    t, metrics, predictions = gnn_stage(cfg, kg, split)
+    t, metrics, predictions = gnn_stage(cfg, kg, split, logger)
     scores, threshold, r_val, r_test = t.scores, t.threshold, t.route_val, t.route_test
     y_val, y_test = _labels(split)
     gnn_val = predictions.filter(pl.col("split") == "val")["gnn_pred"].to_numpy()
@@ -173,7 +175,7 @@ def stratified_cap(labels: np.ndarray, cap: int | None, seed: int) -> np.ndarray
     return np.sort(np.concatenate([rng.choice(pos, n_pos, replace=False), rng.choice(neg, cap - n_pos, replace=False)]))
 
 
-def run_kgfm(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
+def run_kgfm(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
     """KG-FM baseline (after Bai et al. 2025): the LLM reviews every candidate with KG-retrieved
     context (structured triples, no GNN score, no triage); gamma by the same rule on validation.
     With ``method.cap`` a stratified sample is reviewed and metrics are computed on that sample."""
@@ -197,7 +199,7 @@ def run_kgfm(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
     return CellResult(metrics, predictions, review.samples[: int(cfg.log_samples)])
 
 
-def run_tsh(cfg: DictConfig, kg: KG, split: Split) -> CellResult:
+def run_tsh(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
     """TSH baseline (after Marwitz et al. 2026): topological + name-embedding features, weights and
     threshold from validation."""
     from hygrail.baselines.tsh import tsh_scores
