@@ -21,7 +21,7 @@ from hygrail.data.split import Split, temporal_split
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import KG, DataError
 from hygrail.metrics import attribution, prf
-from hygrail.review.stage import check_failures
+from hygrail.review.stage import check_failures, choose_gamma, decide
 
 
 @dataclass
@@ -133,8 +133,6 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
     (the band). Under a review budget only part of the band is reviewed: ``test_review_rate`` (its
     share of test) and ``test_band_reviewed_share`` (its share of the band) say how much; the rest
     keeps the GNN-only decision. ``test_attr_*`` says which region changed which decisions."""
-    from hygrail.review.calibrate import choose_gamma, decide
-
     t, metrics, predictions = gnn_stage(cfg, kg, split, logger)
     r_val, r_test = t.route_val, t.route_test
     y_val, y_test = _labels(split)
@@ -159,21 +157,22 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
         rev_test = reviewer.review(_hypotheses(split.part("test"), pick_test, t.scores.test))
         metrics |= reviewer.metrics()
         cache = reviewer.cache_path()
-    res_val, res_test = [r.result for r in rev_val], [r.result for r in rev_test]
-    check_failures(res_val + res_test, float(cfg.method.get("max_review_failure_rate", 1.0)), cfg.llm.name, cache)
+    check_failures([r.result for r in rev_val + rev_test], float(cfg.method.get("max_review_failure_rate", 1.0)),
+                   cfg.llm.name, cache)
     on_failure = cfg.method.get("on_failure", "fallback")
     # gamma maximises validation F1 of the whole decision: unreviewed val rows keep their decisions.
     base_val = np.where(r_val == -1, gnn_val, r_val)
     rest = np.ones(len(y_val), bool)
     rest[pick_val] = False
     c = prf(y_val[rest], base_val[rest])
-    gamma = choose_gamma(res_val, y_val[pick_val], gnn_val[pick_val], on_failure,
+    gamma = choose_gamma(rev_val, y_val[pick_val], gnn_val[pick_val], on_failure,
                          base_counts=(int(c["tp"]), int(c["fp"]), int(c["fn"])))
-    final_val = _combine(r_val, gnn_val, pick_val, decide(res_val, gamma, gnn_val[pick_val], on_failure))
-    final_test = _combine(r_test, gnn_test, pick_test, decide(res_test, gamma, gnn_test[pick_test], on_failure))
+    final_val = _combine(r_val, gnn_val, pick_val, decide(rev_val, gamma, gnn_val[pick_val], on_failure))
+    final_test = _combine(r_test, gnn_test, pick_test, decide(rev_test, gamma, gnn_test[pick_test], on_failure))
     region_test = regions(r_test, pick_test)
     metrics |= {"gamma": gamma} | prf(y_test, final_test, "test_") | prf(y_val, final_val, "val_")
     metrics |= attribution(y_test, gnn_test, final_test, region_test, "test_")
+    metrics |= breakdown(mode, rev_test, y_test[pick_test], final_test[pick_test], "test_")
     predictions = predictions.with_columns(
         pl.Series("region", np.concatenate([regions(r_val, pick_val), region_test])),
         pl.Series("pred", np.concatenate([final_val, final_test]).astype(np.int8)),
@@ -222,8 +221,6 @@ def run_kgfm(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
     context (``method.context``, hygrail/baselines/kgfm.py), no GNN score, no triage; gamma by the
     same rule on validation. With ``method.cap`` a stratified sample is reviewed and metrics are
     computed on that sample."""
-    from hygrail.review.calibrate import choose_gamma, decide
-
     y_val, y_test = _labels(split)
     cap = cfg.method.get("cap") or {}
     pick_val = stratified_cap(y_val, cap.get("val"), int(cfg.seed))
@@ -234,13 +231,13 @@ def run_kgfm(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
         rev_test = reviewer.review(_hypotheses(split.part("test"), pick_test, None))
         metrics = reviewer.metrics()
         cache = reviewer.cache_path()
-    res_val, res_test = [r.result for r in rev_val], [r.result for r in rev_test]
-    check_failures(res_val + res_test, float(cfg.method.get("max_review_failure_rate", 1.0)), cfg.llm.name, cache)
+    check_failures([r.result for r in rev_val + rev_test], float(cfg.method.get("max_review_failure_rate", 1.0)),
+                   cfg.llm.name, cache)
     # A failed review has no GNN to fall back on: on_failure (reject by default) decides it.
     on_failure = cfg.method.get("on_failure", "reject")
     none_val, none_test = np.zeros(len(pick_val), int), np.zeros(len(pick_test), int)
-    gamma = choose_gamma(res_val, y_val[pick_val], none_val, on_failure)
-    dec_val, dec_test = decide(res_val, gamma, none_val, on_failure), decide(res_test, gamma, none_test, on_failure)
+    gamma = choose_gamma(rev_val, y_val[pick_val], none_val, on_failure)
+    dec_val, dec_test = decide(rev_val, gamma, none_val, on_failure), decide(rev_test, gamma, none_test, on_failure)
     metrics |= {"gamma": gamma} | prf(y_test[pick_test], dec_test, "test_") | prf(y_val[pick_val], dec_val, "val_")
     # Every candidate goes to the LLM (call rate 1); a cap only evaluates a sample of them.
     metrics |= {"test_call_rate": 1.0, "val_call_rate": 1.0, "test_review_rate": 1.0,
@@ -278,16 +275,31 @@ def _combine(routed: np.ndarray, gnn: np.ndarray, picked: np.ndarray, llm: np.nd
     return out
 
 
+def breakdown(mode, reviewed: list, labels: np.ndarray, final: np.ndarray, prefix: str) -> dict[str, float]:
+    """Precision/recall/F1 of the final decisions on the reviewed hypotheses per value of each info
+    key the evidence mode lists in ``breakdown`` (e.g. ARIA's tiers)."""
+    out = {}
+    for key in mode.breakdown:
+        values = np.array([str(r.prepared.info.get(key)) for r in reviewed], dtype=object)
+        for v in sorted(set(values)):
+            sel = values == v
+            m = prf(labels[sel], final[sel])
+            out |= {f"{prefix}by_{key}_{v}_{k}": m[k] for k in ("n", "precision", "recall", "f1")}
+    return out
+
+
 def _review_columns(split: Split, parts: list[tuple[np.ndarray, list]]) -> list[pl.Series]:
     """review, confidence and the evidence mode's info fields per val/test row (null where not reviewed)."""
     n = [split.part("val").height, split.part("test").height]
-    cols: dict[str, list] = {"review": [None] * sum(n), "confidence": [None] * sum(n)}
+    cols: dict[str, list] = {c: [None] * sum(n) for c in ("review", "confidence", "skip")}
     for offset, (idx, reviewed) in zip((0, n[0]), parts):
         for i, r in zip(idx, reviewed):
-            row = {"review": r.result.review, "confidence": r.result.confidence} | r.prepared.info
+            res = r.result
+            row = {"review": res.review if res else None, "confidence": res.confidence if res else None,
+                   "skip": r.prepared.skip} | r.prepared.info
             for k, v in row.items():
                 cols.setdefault(k, [None] * sum(n))[offset + int(i)] = v
-    dtypes = {"review": pl.String, "confidence": pl.Float64}
+    dtypes = {"review": pl.String, "confidence": pl.Float64, "skip": pl.String}
     return [pl.Series(k, v, dtype=dtypes.get(k)) for k, v in cols.items()]
 
 
@@ -301,8 +313,9 @@ def _samples(kg: KG, split: Split, rev_val: list, rev_test: list) -> list[dict]:
             h, p, res = r.hypothesis, r.prepared, r.result
             out.append({"split": name, "left": kg.label(h.src), "right": kg.label(h.dst), "score": h.score,
                         "label": labels[(h.src, h.dst)], "hypothesis": p.statement, "evidence": p.text,
-                        "structured": p.structured, "info": p.info, "review": res.review, "confidence": res.confidence,
-                        "reasoning": res.reasoning, "failure": res.failure})
+                        "structured": p.structured, "info": p.info, "skip": p.skip}
+                       | ({"review": res.review, "confidence": res.confidence, "reasoning": res.reasoning,
+                           "failure": res.failure} if res else {}))
     return out
 
 

@@ -12,6 +12,7 @@ from hydra import compose, initialize_config_dir
 
 from conftest import CONF
 from hygrail import tracking
+from hygrail.evidence.naturalize import Template
 from hygrail.kg import DataError
 from hygrail.metrics import REGIONS
 from hygrail.pipeline import build_split, review_order, run_cell, stratified_cap
@@ -201,3 +202,42 @@ def test_test_labels_cannot_change_any_choice(tmp_path, server, monkeypatch):
     assert other.predictions.filter(pl.col("split") == "test").select(cols).equals(
         real.predictions.filter(pl.col("split") == "test").select(cols))
     assert other.metrics["test_f1"] != real.metrics["test_f1"]  # the labels did change
+
+
+class TierMode(Template):
+    """A mode that decides some hypotheses without review and labels every one with a tier."""
+
+    breakdown = ("tier",)
+
+    def prepare(self, graph, relation, hyps, llm=None):
+        out = super().prepare(graph, relation, hyps, llm)
+        for h, p in zip(hyps, out):
+            p.skip = "reject" if h.src % 3 == 0 else "gnn" if h.src % 3 == 1 else None
+            p.info = {"tier": "even" if h.dst % 2 == 0 else "odd"}
+        return out
+
+
+def test_a_mode_can_decide_without_review_and_break_f1_down(tmp_path, server):
+    cfg = _cfg(tmp_path, server.base_url, "method=hygrail", "evidence=template",
+               "evidence.strategy=test_pipeline.TierMode", "method.review_budget.val=12", "method.review_budget.test=15")
+    server.default = Reply(ok_review("yes", 0.95))
+    res = run_cell(cfg)
+    m = res.metrics
+    test = res.predictions.filter(pl.col("split") == "test")
+    reviewed = test.filter(pl.col("region") == "reviewed")
+    assert reviewed.height == 15
+    sent = reviewed.filter(pl.col("skip").is_null())
+    assert server.count == m["llm_review_calls"] == sent.height + res.predictions.filter(
+        (pl.col("split") == "val") & (pl.col("region") == "reviewed") & pl.col("skip").is_null()).height
+    assert m["evidence_skipped"] == 27 - server.count
+    # skipped rows: no review, fixed decisions; sent rows: the reviewer's yes (gamma <= 0.95 or inf)
+    assert (reviewed.filter(pl.col("skip") == "reject")["pred"] == 0).all()
+    gnn_left = reviewed.filter(pl.col("skip") == "gnn")
+    assert (gnn_left["pred"] == gnn_left["gnn_pred"]).all() and gnn_left["review"].is_null().all()
+    assert sent["review"].to_list() == ["yes"] * sent.height
+    # F1 per tier over the reviewed test rows
+    assert m["test_by_tier_even_n"] + m["test_by_tier_odd_n"] == 15
+    even = reviewed.filter(pl.col("tier") == "even")
+    assert m["test_by_tier_even_n"] == even.height
+    tp = int(((even["pred"] == 1) & (even["label"] == 1)).sum())
+    assert m["test_by_tier_even_recall"] == pytest.approx(tp / max(1, int(even["label"].sum())))

@@ -13,7 +13,10 @@ Each ``Prepared`` holds the hypothesis statement, the reviewer's evidence text (
 no-evidence prompt), the structured evidence as JSON-able data (artifacts, discovery cards) and
 per-hypothesis ``info`` columns (e.g. an ARIA tier) that go into ``predictions.parquet``. A mode
 whose LLM pre-stage fails for a hypothesis falls back to template evidence and marks it
-(``fallback``); ``summary`` turns a cell's prepared list into logged metrics.
+(``fallback``). A mode may decide a hypothesis without review (``skip``: "reject" decides 0,
+"gnn" leaves the GNN-only decision); the reviewer then sends it to no LLM. ``summary`` turns a
+cell's prepared list into logged metrics, and the pipeline logs test F1 per value of each ``info``
+key the mode lists in ``breakdown`` (e.g. per tier).
 
 Adding a mode touches its own module and its config file only: the config's ``strategy`` is the
 class's import path, and ``label`` is the method label the report uses (e.g. "HyGRAIL-Auto").
@@ -25,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
 from hygrail.kg import KG, DataError, Relation
+
+SKIPS = ("reject", "gnn")
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,7 @@ class Prepared:
     structured: dict[str, Any] | None = None  # JSON-able structured evidence
     info: dict[str, Any] = field(default_factory=dict)  # per-hypothesis columns (flat, scalar values)
     fallback: bool = False  # an LLM pre-stage failed and template evidence was used instead
+    skip: str | None = None  # decided without review: "reject" (0) or "gnn" (the GNN-only decision)
 
 
 class Chat(Protocol):
@@ -55,6 +61,7 @@ class EvidenceMode:
     """Base class: subclasses implement ``prepare`` and may extend ``summary``."""
 
     uses_llm = False  # whether prepare() makes LLM calls of its own (pre-stages)
+    breakdown: tuple[str, ...] = ()  # info keys whose values get their own test F1 in the cell's metrics
 
     def __init__(self, cfg: Mapping, templates: Mapping):
         self.cfg, self.templates = dict(cfg), dict(templates)
@@ -71,7 +78,8 @@ class EvidenceMode:
 
     def summary(self, prepared: Sequence[Prepared]) -> dict[str, float]:
         """Per-cell metrics over the prepared hypotheses (``evidence_*``)."""
-        return {"evidence_fallbacks": float(sum(p.fallback for p in prepared))}
+        return {"evidence_fallbacks": float(sum(p.fallback for p in prepared)),
+                "evidence_skipped": float(sum(p.skip is not None for p in prepared))}
 
 
 def load_mode(cfg: Mapping, templates: Mapping) -> EvidenceMode:

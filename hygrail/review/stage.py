@@ -6,8 +6,9 @@ optional LLM pre-stages) and the LLM reviews it, one cached call per hypothesis.
         reviewed = reviewer.review(hyps)          # [Reviewed(hypothesis, prepared, result)]
         metrics = reviewer.metrics()              # llm_* usage, per-stage tokens, evidence_* summary
 
-γ and the decisions come from ``hygrail.review.calibrate`` on what this returns; which hypotheses
-are reviewed (routing, budgets) is the caller's business.
+``choose_gamma`` and ``decide`` apply ``hygrail.review.calibrate``'s rule to what this returns,
+with the hypotheses a mode decided without review (``Prepared.skip``) at their fixed decisions;
+which hypotheses are reviewed (routing, budgets) is the caller's business.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from hygrail.evidence.mode import EvidenceMode, Hypothesis, Prepared
+import numpy as np
+
+from hygrail.evidence.mode import SKIPS, EvidenceMode, Hypothesis, Prepared
 from hygrail.kg import KG, Relation
 from hygrail.review.contract import LLMCallError, ReviewRequest, ReviewResult, commonest_failure
 
@@ -28,7 +31,7 @@ STAGE_COUNTS = ("calls", "requests", "prompt_tokens", "completion_tokens")
 class Reviewed:
     hypothesis: Hypothesis
     prepared: Prepared
-    result: ReviewResult
+    result: ReviewResult | None  # None: the mode decided it without review (prepared.skip)
 
 
 class Reviewer:
@@ -50,7 +53,14 @@ class Reviewer:
         before = self.client.usage()
         prepared = self.mode.prepare(self.graph, self.relation, hyps, self.client if self.mode.uses_llm else None)
         middle = self.client.usage()
-        results = self.client.review_many([ReviewRequest(p.statement, p.text) for p in prepared])
+        bad = {p.skip for p in prepared} - {None, *SKIPS}
+        if bad:
+            raise ValueError(f"evidence mode {self.mode.name!r} set skip={bad.pop()!r}; expected one of {SKIPS}")
+        sent = [i for i, p in enumerate(prepared) if p.skip is None]
+        got = self.client.review_many([ReviewRequest(prepared[i].statement, prepared[i].text) for i in sent])
+        results: list[ReviewResult | None] = [None] * len(prepared)
+        for i, r in zip(sent, got):
+            results[i] = r
         after = self.client.usage()
         for stage, (a, b) in (("prestage", (before, middle)), ("review", (middle, after))):
             for k in STAGE_COUNTS:
@@ -76,9 +86,10 @@ class Reviewer:
         return self.client.cache.path if self.client.cache else None
 
 
-def check_failures(results: Sequence[ReviewResult], max_rate: float, llm_name: str, cache: Path | None) -> None:
+def check_failures(results: Sequence[ReviewResult | None], max_rate: float, llm_name: str, cache: Path | None) -> None:
     """A reviewer that mostly gives no usable verdict would leave the fallback's numbers under the
-    method's name: stop the cell instead."""
+    method's name: stop the cell instead. Hypotheses decided without review (None) do not count."""
+    results = [r for r in results if r is not None]
     failed = [r.failure for r in results if not r.ok]
     if failed and len(failed) > max_rate * len(results):
         kind, n, _ = commonest_failure(failed)
@@ -86,3 +97,38 @@ def check_failures(results: Sequence[ReviewResult], max_rate: float, llm_name: s
             f"llm {llm_name}: {len(failed)} of {len(results)} reviews gave no usable verdict ({n} {kind}), "
             f"over method.max_review_failure_rate={max_rate}; see the raw replies in the reply cache "
             f"({cache or 'none'}); raise llm.max_tokens or check the prompt")
+
+
+def _fixed(reviewed: Sequence[Reviewed], fallback: np.ndarray) -> np.ndarray:
+    """Decision of each hypothesis the mode decided without review; -1 for reviewed ones."""
+    skip = np.array([r.prepared.skip or "" for r in reviewed], dtype=object)
+    return np.where(skip == "reject", 0, np.where(skip == "gnn", np.asarray(fallback, dtype=int), -1)).astype(int)
+
+
+def choose_gamma(reviewed: Sequence[Reviewed], labels: np.ndarray, fallback: np.ndarray, on_failure: str,
+                 base_counts: tuple[int, int, int] = (0, 0, 0)) -> float:
+    """gamma (``calibrate.choose_gamma``) on the reviewed hypotheses; those the mode decided without
+    review count with their fixed decisions, like the GNN's decisions outside the band."""
+    from hygrail.review import calibrate
+
+    labels, fallback = np.asarray(labels, dtype=int), np.asarray(fallback, dtype=int)
+    fixed = _fixed(reviewed, fallback)
+    skipped = fixed >= 0
+    tp, fp, fn = base_counts
+    tp += int(((fixed == 1) & (labels == 1)).sum())
+    fp += int(((fixed == 1) & (labels == 0)).sum())
+    fn += int(((fixed == 0) & (labels == 1)).sum())
+    results = [r.result for r, s in zip(reviewed, skipped) if not s]
+    return calibrate.choose_gamma(results, labels[~skipped], fallback[~skipped], on_failure, base_counts=(tp, fp, fn))
+
+
+def decide(reviewed: Sequence[Reviewed], gamma: float, fallback: np.ndarray, on_failure: str) -> np.ndarray:
+    """0/1 per hypothesis: the review rule (``calibrate.decide``), or the mode's fixed decision."""
+    from hygrail.review import calibrate
+
+    fallback = np.asarray(fallback, dtype=int)
+    out = _fixed(reviewed, fallback)
+    sel = out < 0
+    if sel.any():
+        out[sel] = calibrate.decide([r.result for r, s in zip(reviewed, sel) if s], gamma, fallback[sel], on_failure)
+    return out.astype(np.int8)
