@@ -370,7 +370,7 @@ def test_llm_naturalization_prompt_and_wrapping(kg, rel, templates):
     # a failed naturalization falls back to the template text, and is counted
     ev = retrieve(kg, ID["LiFePO4"], ID["battery"], rel, CFG)
     assert failed.fallback and failed.text == render(ev, "template", templates, 0.42, CFG)
-    assert mode.summary([good, failed]) == {"evidence_fallbacks": 1.0}
+    assert mode.summary([good, failed]) == {"evidence_fallbacks": 1.0, "evidence_skipped": 0.0}
     with pytest.raises(ValueError, match="LLMNaturalization"):
         render(ev, "llm", templates, 0.42, CFG)
 
