@@ -10,7 +10,8 @@ numbers are means over cells; we therefore pool by macro-averaging per-relation 
 (``pool=macro``, the default). ``pool=micro`` recomputes precision/recall/F1 from the summed test
 confusion counts of all relations instead. With several seeds, cells show mean ± std over seeds.
 A cell pooled over fewer relations than the table holds is marked (5/7); a HyGRAIL row run under a
-review budget is marked ‡. Two runs of one cell with different settings (say another data set or
+review budget is marked ‡, one whose reviews were decided by the probability rule
+(``llm.decision=probability``: P(yes) >= γ, not the paper's yes ∧ confidence >= γ) is marked §. Two runs of one cell with different settings (say another data set or
 routing purity) stop the report, naming the settings; ``--latest`` keeps the newest run instead.
 """
 
@@ -159,6 +160,7 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
     tsh = pool(runs.filter(pl.col("tag.method") == "tsh"), ["tag.method"], how) if "tsh" in runs["tag.method"] else None
     n_rel = runs["tag.relation"].n_unique()
     budgeted = budget_notes(runs)
+    probability = decision_rows(runs)
     head = "| Method | " + " | ".join(f"{m} Rec. | {m} F1" if m else "Rec. | F1" for m in columns) + " |"
     sep = "|---" * (1 + 2 * len(columns)) + "|"
     lines, flat = [], []
@@ -166,6 +168,7 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
     def row(label: str, cells: list[dict | None], block: str, marked: frozenset = frozenset()):
         """``marked``: LLM columns whose values carry † (a sampled test set)."""
         shown = f"{label}‡" if (label, block) in budgeted else label
+        shown += "§" if (label, block) in probability else ""
         text = [f"{_cell(c, m, n_rel)}{'†' if llm in marked and c else ''}" for llm, c in zip(columns, cells)
                 for m in ("test_recall", "test_f1")]
         lines.append(f"| {shown} | " + " | ".join(text) + " |")
@@ -208,7 +211,18 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
         lines.append("‡ review budget: only part of the routed band was reviewed by the LLM; the rest kept the "
                      "GNN-only decision. LLM call rate (Table 3) is the routed share; the LLM decided:")
         lines += [f"- {label} ({bb}): {note}" for (label, bb), note in sorted(budgeted.items())]
+    if probability:
+        lines.append("§ decision rule: accept iff P(yes) >= γ (llm.decision=probability, γ on validation), not the "
+                     "paper's review = yes ∧ confidence >= γ")
     return "\n".join(lines), pl.DataFrame(flat)
+
+
+def decision_rows(runs: pl.DataFrame) -> set[tuple[str, str]]:
+    """(label, backbone) of HyGRAIL rows with a run decided by the probability rule."""
+    if "param.llm.decision" not in runs.columns:
+        return set()
+    hy = runs.filter((pl.col("tag.method") == "hygrail") & (pl.col("param.llm.decision") == "probability"))
+    return set(zip(hy["tag.method_label"].to_list(), hy["tag.backbone"].to_list()))
 
 
 def budget_notes(runs: pl.DataFrame) -> dict[tuple[str, str], str]:
@@ -248,12 +262,16 @@ def runs_table(runs: pl.DataFrame) -> str:
     """One line per cell: what `make run` prints (precision/recall/F1, routing and LLM cost)."""
     cols = {
         "tag.relation": "relation", "tag.backbone": "backbone", "tag.method_label": "method", "tag.llm": "LLM",
-        "test_precision": "P", "test_recall": "R", "test_f1": "F1", "test_call_rate": "LLM call rate (routed)",
+        "param.llm.decision": "decision", "test_precision": "P", "test_recall": "R", "test_f1": "F1",
+        "test_call_rate": "LLM call rate (routed)",
         "test_reviewed": "test reviews", "test_routed_unreviewed": "routed, over budget",
         "llm_calls": "LLM calls", "llm_seconds": "LLM s",
     }
     df = runs.select([pl.col(c).alias(n) if c in runs.columns else pl.lit(None).alias(n) for c, n in cols.items()])
-    df = df.with_columns(pl.when(pl.col("method").is_in(["GNN", "TSH"])).then(pl.lit("–")).otherwise(pl.col("LLM")).alias("LLM"))
+    no_llm = pl.col("method").is_in(["GNN", "TSH"])
+    df = df.with_columns(pl.when(no_llm).then(pl.lit("–")).otherwise(pl.col("LLM")).alias("LLM"),
+                         # runs logged before llm.decision existed used the paper's rule
+                         pl.when(no_llm).then(pl.lit("–")).otherwise(pl.col("decision").fill_null("paper")).alias("decision"))
     lines = ["| " + " | ".join(cols.values()) + " |", "|---" * len(cols) + "|"]
     rates = {"P", "R", "F1", "LLM call rate (routed)", "LLM s"}
     for r in df.sort("relation", "backbone", "method").iter_rows(named=True):

@@ -173,3 +173,20 @@ def test_bar_series_share_one_x_axis_and_kgfm_marks_only_sampled_columns():
     md, flat = table2(pl.DataFrame(kgfm))
     assert "| KG-FM | 0.400† | 0.500† | 0.400 | 0.500 |" in md
     assert flat["sampled"].to_list() == [True, False]
+
+
+def test_probability_rule_rows_are_labelled():
+    from hygrail.report import runs_table
+
+    prob = RUNS.with_columns(
+        pl.when(pl.col("tag.method") == "hygrail").then(pl.lit("probability")).otherwise(pl.lit("paper"))
+        .alias("param.llm.decision"))
+    md, _ = table2(prob)
+    assert "| HyGRAIL-Auto§ | 0.400 ± 0.141 | 0.500 ± 0.141 |" in md and "| GNN | " in md
+    assert "§ decision rule: accept iff P(yes) >= γ" in md
+    assert "§" not in table2(RUNS)[0]  # runs logged without the option used the paper's rule
+    table = runs_table(prob).splitlines()
+    assert table[0].startswith("| relation | backbone | method | LLM | decision |")
+    rows = {line.split(" | ")[2]: line.split(" | ")[4] for line in table[2:]}
+    assert rows == {"HyGRAIL-Auto": "probability", "GNN": "–", "TSH": "–"}
+    assert {line.split(" | ")[4] for line in runs_table(RUNS).splitlines()[2:]} == {"paper", "–"}

@@ -79,3 +79,43 @@ def test_decide_with_failures():
         decide(results, 0.5, fallback, on_failure="no")
     with pytest.raises(ValueError, match="shape"):
         decide(results, 0.5, np.array([0, 1]))
+
+
+def _p(p_yes):
+    """A probability judge's review: the verdict is P(yes) rounded at 0.5, the confidence P(yes)."""
+    return ReviewResult("yes" if p_yes >= 0.5 else "no", p_yes, "logprob", "", "", None)
+
+
+def test_probability_rule_gamma_hand_computed():
+    # P(yes) from logprobs, all below 0.5: the paper's rule can accept nothing ...
+    p_yes = [0.29, 0.27, 0.25, 0.22, 0.21, 0.20]
+    labels = np.array([1, 0, 1, 0, 0, 0])
+    results = [_p(p) for p in p_yes]
+    assert choose_gamma(results, labels) == math.inf
+    assert decide(results, 0.0).tolist() == [0] * 6  # every verdict is "no"
+    # ... the probability rule ranks by P(yes). Positives 2. γ=.29: tp1 fp0 fn1 -> 2/3; .27: tp1 fp1 fn1
+    # -> .5; .25: tp2 fp1 fn0 -> 4/5 = .8 (best); .22: tp2 fp2 -> 4/6; .21: 4/7; .20: 4/8; inf: 0
+    gamma = choose_gamma(results, labels, rule="probability")
+    assert gamma == 0.25
+    assert decide(results, gamma, rule="probability").tolist() == [1, 1, 1, 0, 0, 0]
+    # with the GNN's fixed decisions outside the reviewed set (2 TP, 0 FP, 1 FN there):
+    # .29: tp3 fp0 fn2 -> 6/8 = .75; .25: tp4 fp1 fn1 -> 8/10 = .8; .20: tp4 fp4 fn1 -> 8/13
+    assert choose_gamma(results, labels, base_counts=(2, 0, 1), rule="probability") == 0.25
+    # a "yes" at P(yes)=0.9 on a negative: the rule may still stop above it
+    results2 = [_p(0.9), *results]
+    labels2 = np.array([0, *labels])
+    # .9: tp0 -> 0; .29: tp1 fp1 fn1 -> .5; .25: tp2 fp2 fn0 -> 4/6 = .667 (best); .2: 4/9
+    assert choose_gamma(results2, labels2, rule="probability") == 0.25
+
+
+def test_probability_rule_failures_and_bad_rule():
+    results = [_p(0.4), _fail(), _p(0.1)]
+    fallback = np.array([0, 1, 0])
+    assert decide(results, 0.3, fallback, rule="probability").tolist() == [1, 1, 0]
+    assert decide(results, 0.3, fallback, on_failure="reject", rule="probability").tolist() == [1, 0, 0]
+    # failures keep their fallback decision while γ is chosen: label [1, 1, 0] -> γ .4: tp2 fp0 -> 1.0
+    assert choose_gamma(results, np.array([1, 1, 0]), fallback, rule="probability") == 0.4
+    with pytest.raises(ValueError, match="decision rule"):
+        decide(results, 0.3, fallback, rule="vibes")
+    with pytest.raises(ValueError, match="decision rule"):
+        choose_gamma(results, np.array([1, 1, 0]), fallback, rule="vibes")
