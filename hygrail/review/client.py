@@ -37,14 +37,18 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from hygrail.review.cache import ReplyCache, request_key
+from hygrail.review.calibrate import DECISIONS
 from hygrail.review.contract import (
+    REASONING,
     LLMCallError,
     ParseError,
+    Example,
     ReviewRequest,
     ReviewResult,
     commonest_failure,
     p_yes_from_logprobs,
     parse_review,
+    review_fields,
     review_schema,
     strip_thinking,
     trim_logprobs,
@@ -74,6 +78,9 @@ DEFAULTS: dict[str, Any] = {
     "top_logprobs": 10,
     "prompt": "full",
     "reasoning_max_chars": None,
+    "reasoning": "full",  # full (paper) | clause | none: how much free text a reply carries
+    "decision": "paper",  # paper: yes and confidence >= gamma | probability: confidence >= gamma (calibrate.py)
+    "fewshot": None,  # solved training examples in the prompt prefix (hygrail/review/fewshot.py)
     "embedded": None,
     "serve": None,
 }
@@ -89,7 +96,7 @@ def llm_settings(llm_cfg: Mapping) -> dict:
         llm_cfg = OmegaConf.to_container(llm_cfg, resolve=True, throw_on_missing=True)
     cfg = {**DEFAULTS, **dict(llm_cfg)}
     for key, allowed in (("structured_output", STRUCTURED), ("confidence", CONFIDENCE), ("prompt", STYLES),
-                         ("transport", TRANSPORTS)):
+                         ("transport", TRANSPORTS), ("reasoning", REASONING), ("decision", DECISIONS)):
         if cfg[key] not in allowed:
             raise ValueError(f"llm.{key}={cfg[key]!r}: expected one of {allowed}")
     if not cfg["model"]:
@@ -138,18 +145,21 @@ class ReviewClient:
         # P(yes) is read at the verdict token, so it must come before the free-text reasoning.
         return self.cfg["confidence"] == "logprob"
 
-    def review_request(self, request: ReviewRequest) -> dict:
-        """The exact chat-completions request for one review (also its cache identity)."""
+    def review_request(self, request: ReviewRequest, examples: Sequence[Example] = ()) -> dict:
+        """The exact chat-completions request for one review (also its cache identity); ``examples``
+        (the few-shot block) go into the fixed system prefix."""
         cfg = self.cfg
-        messages = review_messages(request, cfg["prompt"], self.review_first)
-        schema = review_schema(self.review_first, cfg["reasoning_max_chars"])
+        # A logprob judge's confidence is P(yes) at the verdict token: no stated number needed.
+        fields = review_fields(self.review_first, cfg["reasoning"], stated_confidence=cfg["confidence"] == "stated")
+        messages = review_messages(request, cfg["prompt"], fields, cfg["reasoning"], examples)
+        schema = review_schema(fields, cfg["reasoning_max_chars"])
         return self._request(messages, schema=schema, logprobs=cfg["confidence"] == "logprob")
 
-    def review_many(self, requests: Sequence[ReviewRequest]) -> list[ReviewResult]:
-        return asyncio.run(self.areview_many(requests))
+    def review_many(self, requests: Sequence[ReviewRequest], examples: Sequence[Example] = ()) -> list[ReviewResult]:
+        return asyncio.run(self.areview_many(requests, examples))
 
-    async def areview_many(self, requests: Sequence[ReviewRequest]) -> list[ReviewResult]:
-        bodies = [self.review_request(r) for r in requests]
+    async def areview_many(self, requests: Sequence[ReviewRequest], examples: Sequence[Example] = ()) -> list[ReviewResult]:
+        bodies = [self.review_request(r, examples) for r in requests]
         replies = await self._run(bodies, desc="review")
         return [self._review_result(reply) for reply in replies]
 

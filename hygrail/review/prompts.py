@@ -9,7 +9,9 @@ whose cost is dominated by prompt tokens.
 
 from __future__ import annotations
 
-from hygrail.review.contract import ReviewRequest
+from typing import Sequence
+
+from hygrail.review.contract import Example, ReviewRequest
 
 STYLES = ("full", "compact")
 
@@ -40,47 +42,72 @@ _FIELDS = {
     "confidence": '"confidence": a number between 0 and 1',
     "reasoning": '"reasoning": "2-4 sentences"',
 }
+_CLAUSE = {"full": '"reasoning": "one short clause"', "compact": '"reasoning":"a few words"'}
 
 _CONTRACT = (
     "Reply with a single-line JSON object and nothing else: {{{fields}}}. confidence is your "
     'probability that the hypothesis is true, and review is "yes" exactly when confidence >= 0.5.'
 )
+_CONTRACT_VERDICT = "Reply with a single-line JSON object and nothing else: {{{fields}}}."
 
 _COMPACT = (
     "Judge if a materials-science hypothesis is true{using}. Reply only with JSON: "
     '{{{fields}}}; confidence = probability it is true.'
 )
+_COMPACT_VERDICT = "Judge if a materials-science hypothesis is true{using}. Reply only with JSON: {{{fields}}}."
 _COMPACT_FIELDS = {
     "review": '"review":"yes"|"no"',
     "confidence": '"confidence":0-1',
     "reasoning": '"reasoning":"one short sentence"',
 }
 
+# The few-shot block (hygrail.review.fewshot): solved training hypotheses in the reviewed format,
+# after the instructions and before the variable part, so it is part of the cached prefix.
+_EXAMPLES_HEAD = ("Solved examples: hypotheses from the same knowledge graph with their evidence and the right "
+                  "verdict. Judge new hypotheses the same way.")
 
-def _order(review_first: bool) -> tuple[str, ...]:
-    return ("review", "confidence", "reasoning") if review_first else ("reasoning", "review", "confidence")
+PAPER_FIELDS = ("reasoning", "review", "confidence")
 
 
-def system_prompt(with_evidence: bool, style: str = "full", review_first: bool = False) -> str:
-    if style == "compact":
-        fields = ",".join(_COMPACT_FIELDS[f] for f in _order(review_first))
-        return _COMPACT.format(using=" given knowledge-graph evidence" if with_evidence else "", fields=fields)
-    if style != "full":
+def _field_text(fields: Sequence[str], style: str, reasoning: str) -> str:
+    table = _COMPACT_FIELDS if style == "compact" else _FIELDS
+    texts = [_CLAUSE[style] if f == "reasoning" and reasoning == "clause" else table[f] for f in fields]
+    return ("," if style == "compact" else ", ").join(texts)
+
+
+def system_prompt(with_evidence: bool, style: str = "full", fields: Sequence[str] = PAPER_FIELDS,
+                  reasoning: str = "full", examples: Sequence[Example] = ()) -> str:
+    """Instructions, the reply contract for ``fields`` (``contract.review_fields``), then the few-shot
+    block if any. ``reasoning="clause"`` asks for one short clause instead of the style's default."""
+    if style not in STYLES:
         raise ValueError(f"prompt style {style!r}: expected one of {STYLES}")
-    fields = ", ".join(_FIELDS[f] for f in _order(review_first))
-    task = _EVIDENCE if with_evidence else _NO_EVIDENCE
-    return f"{_ROLE} {task}\n\n{_CONTRACT.format(fields=fields)}"
+    text = _field_text(fields, style, reasoning)
+    stated = "confidence" in fields
+    if style == "compact":
+        using = " given knowledge-graph evidence" if with_evidence else ""
+        head = (_COMPACT if stated else _COMPACT_VERDICT).format(using=using, fields=text)
+    else:
+        task = _EVIDENCE if with_evidence else _NO_EVIDENCE
+        head = f"{_ROLE} {task}\n\n{(_CONTRACT if stated else _CONTRACT_VERDICT).format(fields=text)}"
+    if not examples:
+        return head
+    block = "\n\n".join(f"Example {i}:\n{user_text(e.request)}\nVerdict: {e.verdict}" for i, e in enumerate(examples, 1))
+    return f"{head}\n\n{_EXAMPLES_HEAD}\n\n{block}"
 
 
-def review_messages(request: ReviewRequest, style: str = "full", review_first: bool = False) -> list[dict]:
-    with_evidence = request.evidence is not None
+def user_text(request: ReviewRequest) -> str:
     user = f"Hypothesis: {request.hypothesis.strip()}"
-    if with_evidence:
-        # Naturalized evidence is paper Table 9's full structure, which opens with the hypothesis
-        # itself; stating it twice would only cost the embedded model prompt tokens.
-        text = request.evidence.strip()
-        user = text if text.startswith("Hypothesis:") else f"{user}\nEvidence:\n{text}"
+    if request.evidence is None:
+        return user
+    # Naturalized evidence is paper Table 9's full structure, which opens with the hypothesis
+    # itself; stating it twice would only cost the embedded model prompt tokens.
+    text = request.evidence.strip()
+    return text if text.startswith("Hypothesis:") else f"{user}\nEvidence:\n{text}"
+
+
+def review_messages(request: ReviewRequest, style: str = "full", fields: Sequence[str] = PAPER_FIELDS,
+                    reasoning: str = "full", examples: Sequence[Example] = ()) -> list[dict]:
     return [
-        {"role": "system", "content": system_prompt(with_evidence, style, review_first)},
-        {"role": "user", "content": user},
+        {"role": "system", "content": system_prompt(request.evidence is not None, style, fields, reasoning, examples)},
+        {"role": "user", "content": user_text(request)},
     ]

@@ -2,11 +2,14 @@
 hypotheses on one graph, an evidence mode prepares what the reviewer reads (retrieval, rendering,
 optional LLM pre-stages) and the LLM reviews it, one cached call per hypothesis.
 
-    with Reviewer(llm_cfg, mode, graph, relation, cache_path, seed) as reviewer:
+    with Reviewer(llm_cfg, mode, graph, relation, cache_path, seed, fewshot) as reviewer:
         reviewed = reviewer.review(hyps)          # [Reviewed(hypothesis, prepared, result)]
         metrics = reviewer.metrics()              # llm_* usage, per-stage tokens, evidence_* summary
 
-``choose_gamma`` and ``decide`` apply ``hygrail.review.calibrate``'s rule to what this returns,
+``fewshot``: solved training pairs (``hygrail.review.fewshot.choose``) whose evidence, rendered by the
+same mode, forms the prompt's few-shot block: built once, identical for every review of the cell.
+
+``choose_gamma`` and ``decide`` apply ``hygrail.review.calibrate``'s rule (``llm.decision``) to what this returns,
 with the hypotheses a mode decided without review (``Prepared.skip``) at their fixed decisions;
 which hypotheses are reviewed (routing, budgets) is the caller's business.
 """
@@ -21,7 +24,7 @@ import numpy as np
 
 from hygrail.evidence.mode import SKIPS, EvidenceMode, Hypothesis, Prepared
 from hygrail.kg import KG, Relation
-from hygrail.review.contract import LLMCallError, ReviewRequest, ReviewResult, commonest_failure
+from hygrail.review.contract import Example, LLMCallError, ReviewRequest, ReviewResult, commonest_failure
 
 # Usage counters split by stage: what the mode's pre-stages cost vs the reviews themselves.
 STAGE_COUNTS = ("calls", "requests", "prompt_tokens", "completion_tokens")
@@ -38,7 +41,8 @@ class Reviewer:
     """Evidence mode -> text -> LLM review for hypotheses of one relation on one graph."""
 
     def __init__(self, llm_cfg: Mapping, mode: EvidenceMode, graph: KG, relation: Relation,
-                 cache_path: Path | str | None, seed: int | None = None):
+                 cache_path: Path | str | None, seed: int | None = None,
+                 fewshot: Sequence[tuple[Hypothesis, int]] = ()):
         from hygrail.review.client import ReviewClient  # openai + aiohttp: only a stage that reviews pays
 
         # The cell's seed is the LLM's sampling seed: seeds re-sample the reviewer too (and key the cache).
@@ -46,6 +50,17 @@ class Reviewer:
         self.mode, self.graph, self.relation = mode, graph, relation
         self.stages = {stage: dict.fromkeys(STAGE_COUNTS, 0) for stage in ("prestage", "review")}
         self.prepared: list[Prepared] = []
+        self.fewshot = list(fewshot)
+        self._examples: list[Example] | None = None
+
+    @property
+    def examples(self) -> list[Example]:
+        """The few-shot block, built on first use (an LLM evidence mode's pre-stage needs the client)."""
+        if self._examples is None:
+            from hygrail.review.fewshot import build
+
+            self._examples = build(self.fewshot, self.mode, self.graph, self.relation, self.client)
+        return self._examples
 
     def review(self, hyps: Sequence[Hypothesis]) -> list[Reviewed]:
         if not hyps:
@@ -57,7 +72,8 @@ class Reviewer:
         if bad:
             raise ValueError(f"evidence mode {self.mode.name!r} set skip={bad.pop()!r}; expected one of {SKIPS}")
         sent = [i for i, p in enumerate(prepared) if p.skip is None]
-        got = self.client.review_many([ReviewRequest(prepared[i].statement, prepared[i].text) for i in sent])
+        got = self.client.review_many([ReviewRequest(prepared[i].statement, prepared[i].text) for i in sent],
+                                      self.examples)
         results: list[ReviewResult | None] = [None] * len(prepared)
         for i, r in zip(sent, got):
             results[i] = r
@@ -71,6 +87,7 @@ class Reviewer:
     def metrics(self) -> dict[str, float]:
         out = {f"llm_{k}": float(v) for k, v in self.client.usage().items()}
         out |= {f"llm_{stage}_{k}": float(v) for stage, counts in self.stages.items() for k, v in counts.items()}
+        out |= {"llm_fewshot_n": float(len(self.fewshot)), "llm_fewshot_positives": float(sum(y for _, y in self.fewshot))}
         return out | self.mode.summary(self.prepared)
 
     def close(self) -> None:
@@ -106,7 +123,7 @@ def _fixed(reviewed: Sequence[Reviewed], fallback: np.ndarray) -> np.ndarray:
 
 
 def choose_gamma(reviewed: Sequence[Reviewed], labels: np.ndarray, fallback: np.ndarray, on_failure: str,
-                 base_counts: tuple[int, int, int] = (0, 0, 0)) -> float:
+                 base_counts: tuple[int, int, int] = (0, 0, 0), rule: str = "paper") -> float:
     """gamma (``calibrate.choose_gamma``) on the reviewed hypotheses; those the mode decided without
     review count with their fixed decisions, like the GNN's decisions outside the band."""
     from hygrail.review import calibrate
@@ -119,10 +136,12 @@ def choose_gamma(reviewed: Sequence[Reviewed], labels: np.ndarray, fallback: np.
     fp += int(((fixed == 1) & (labels == 0)).sum())
     fn += int(((fixed == 0) & (labels == 1)).sum())
     results = [r.result for r, s in zip(reviewed, skipped) if not s]
-    return calibrate.choose_gamma(results, labels[~skipped], fallback[~skipped], on_failure, base_counts=(tp, fp, fn))
+    return calibrate.choose_gamma(results, labels[~skipped], fallback[~skipped], on_failure, base_counts=(tp, fp, fn),
+                                  rule=rule)
 
 
-def decide(reviewed: Sequence[Reviewed], gamma: float, fallback: np.ndarray, on_failure: str) -> np.ndarray:
+def decide(reviewed: Sequence[Reviewed], gamma: float, fallback: np.ndarray, on_failure: str,
+           rule: str = "paper") -> np.ndarray:
     """0/1 per hypothesis: the review rule (``calibrate.decide``), or the mode's fixed decision."""
     from hygrail.review import calibrate
 
@@ -130,5 +149,6 @@ def decide(reviewed: Sequence[Reviewed], gamma: float, fallback: np.ndarray, on_
     out = _fixed(reviewed, fallback)
     sel = out < 0
     if sel.any():
-        out[sel] = calibrate.decide([r.result for r, s in zip(reviewed, sel) if s], gamma, fallback[sel], on_failure)
+        out[sel] = calibrate.decide([r.result for r, s in zip(reviewed, sel) if s], gamma, fallback[sel], on_failure,
+                                    rule)
     return out.astype(np.int8)
