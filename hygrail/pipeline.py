@@ -44,14 +44,29 @@ def build_split(cfg: DictConfig) -> tuple[KG, Split]:
     return kg, temporal_split(kg, relation, tuple(s.ratios), int(s.neg_ratio), int(s.seed))
 
 
-def review_order(scores: np.ndarray, candidates: np.ndarray, centre: float, budget: int | None, seed: int) -> np.ndarray:
-    """Indices of the candidates to review: all of them, or the ``budget`` most ambiguous (closest to
-    the GNN decision threshold) when a review budget is set. Ties are broken by a seeded shuffle, not
-    by row order (rows come positives first)."""
+REVIEW_ORDERS = ("ambiguous", "random")
+
+
+def review_order(scores: np.ndarray, candidates: np.ndarray, centre: float, budget: int | None, seed: int,
+                 order: str = "ambiguous") -> np.ndarray:
+    """Indices of the candidates to review: all of them, or ``budget`` of them when a review budget
+    is set (``method.review_order``): the most ambiguous (closest to the GNN decision threshold), or a
+    seeded random sample of the band. Ties are broken by a seeded shuffle, not by row order (rows
+    come positives first).
+
+    ``random`` exists because inside the band the GNN score need not rank anything: on `make run`'s
+    synthetic CHM-APL the GNN threshold (0.088) lies above the band [0.026, 0.080] and the GNN's AUC
+    inside the band is 0.48 (val) / 0.48 (test), so "closest to the threshold" is just the top slice
+    of the band; a random sample is representative of the band, so gamma chosen on it transfers."""
+    if order not in REVIEW_ORDERS:
+        raise DataError(f"method.review_order={order!r}: expected one of {REVIEW_ORDERS}")
     idx = np.flatnonzero(candidates)
     if budget is None or budget >= len(idx):
         return idx
-    order = np.lexsort((np.random.default_rng(seed).permutation(len(idx)), np.abs(scores[idx] - centre)))
+    shuffle = np.random.default_rng(seed).permutation(len(idx))
+    if order == "random":
+        return np.sort(idx[shuffle[: int(budget)]])
+    order = np.lexsort((shuffle, np.abs(scores[idx] - centre)))
     return np.sort(idx[order[: int(budget)]])
 
 
@@ -138,9 +153,9 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
     y_val, y_test = _labels(split)
     gnn_val = predictions.filter(pl.col("split") == "val")["gnn_pred"].to_numpy()
     gnn_test = predictions.filter(pl.col("split") == "test")["gnn_pred"].to_numpy()
-    budget = cfg.method.get("review_budget") or {}
-    pick_val = review_order(t.scores.val, r_val == -1, t.threshold, budget.get("val"), int(cfg.seed))
-    pick_test = review_order(t.scores.test, r_test == -1, t.threshold, budget.get("test"), int(cfg.seed) + 1)
+    budget, order = cfg.method.get("review_budget") or {}, cfg.method.get("review_order", "ambiguous")
+    pick_val = review_order(t.scores.val, r_val == -1, t.threshold, budget.get("val"), int(cfg.seed), order)
+    pick_test = review_order(t.scores.test, r_test == -1, t.threshold, budget.get("test"), int(cfg.seed) + 1, order)
     routed_test = int(np.sum(r_test == -1))
     metrics |= {
         "val_call_rate": float(np.mean(r_val == -1)),
@@ -156,19 +171,19 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
         rev_val = reviewer.review(_hypotheses(split.part("val"), pick_val, t.scores.val))
         rev_test = reviewer.review(_hypotheses(split.part("test"), pick_test, t.scores.test))
         metrics |= reviewer.metrics()
-        cache = reviewer.cache_path()
+        cache, examples = reviewer.cache_path(), reviewer.examples
     check_failures([r.result for r in rev_val + rev_test], float(cfg.method.get("max_review_failure_rate", 1.0)),
                    cfg.llm.name, cache)
-    on_failure = cfg.method.get("on_failure", "fallback")
+    on_failure, rule = cfg.method.get("on_failure", "fallback"), cfg.llm.get("decision", "paper")
     # gamma maximises validation F1 of the whole decision: unreviewed val rows keep their decisions.
     base_val = np.where(r_val == -1, gnn_val, r_val)
     rest = np.ones(len(y_val), bool)
     rest[pick_val] = False
     c = prf(y_val[rest], base_val[rest])
     gamma = choose_gamma(rev_val, y_val[pick_val], gnn_val[pick_val], on_failure,
-                         base_counts=(int(c["tp"]), int(c["fp"]), int(c["fn"])))
-    final_val = _combine(r_val, gnn_val, pick_val, decide(rev_val, gamma, gnn_val[pick_val], on_failure))
-    final_test = _combine(r_test, gnn_test, pick_test, decide(rev_test, gamma, gnn_test[pick_test], on_failure))
+                         base_counts=(int(c["tp"]), int(c["fp"]), int(c["fn"])), rule=rule)
+    final_val = _combine(r_val, gnn_val, pick_val, decide(rev_val, gamma, gnn_val[pick_val], on_failure, rule))
+    final_test = _combine(r_test, gnn_test, pick_test, decide(rev_test, gamma, gnn_test[pick_test], on_failure, rule))
     region_test = regions(r_test, pick_test)
     metrics |= {"gamma": gamma} | prf(y_test, final_test, "test_") | prf(y_val, final_val, "val_")
     metrics |= attribution(y_test, gnn_test, final_test, region_test, "test_")
@@ -178,15 +193,18 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
         pl.Series("pred", np.concatenate([final_val, final_test]).astype(np.int8)),
         *_review_columns(split, [(pick_val, rev_val), (pick_test, rev_test)]),
     )
-    return CellResult(metrics, predictions, _samples(kg, split, rev_val, rev_test)[: int(cfg.log_samples)], t.band,
-                      t.threshold)
+    samples = _fewshot_samples(examples) + _samples(kg, split, rev_val, rev_test)[: int(cfg.log_samples)]
+    return CellResult(metrics, predictions, samples, t.band, t.threshold)
 
 
 def _reviewer(cfg: DictConfig, mode, split: Split):
+    from hygrail.review.fewshot import choose
     from hygrail.review.stage import Reviewer
 
+    # Few-shot examples: training pairs only, fixed per (relation, seed) whatever is reviewed.
+    fewshot = choose(split, _plain(cfg.llm.fewshot) if cfg.llm.get("fewshot") else None, int(cfg.seed))
     return Reviewer(_plain(cfg.llm), mode, split.train_graph, split.relation, Path(cfg.paths.cache) / "llm.sqlite",
-                    int(cfg.seed))
+                    int(cfg.seed), fewshot)
 
 
 def _hypotheses(part: pl.DataFrame, idx: np.ndarray, scores: np.ndarray | None) -> list[Hypothesis]:
@@ -236,8 +254,10 @@ def run_kgfm(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
     # A failed review has no GNN to fall back on: on_failure (reject by default) decides it.
     on_failure = cfg.method.get("on_failure", "reject")
     none_val, none_test = np.zeros(len(pick_val), int), np.zeros(len(pick_test), int)
-    gamma = choose_gamma(rev_val, y_val[pick_val], none_val, on_failure)
-    dec_val, dec_test = decide(rev_val, gamma, none_val, on_failure), decide(rev_test, gamma, none_test, on_failure)
+    rule = cfg.llm.get("decision", "paper")
+    gamma = choose_gamma(rev_val, y_val[pick_val], none_val, on_failure, rule=rule)
+    dec_val, dec_test = (decide(rev_val, gamma, none_val, on_failure, rule),
+                         decide(rev_test, gamma, none_test, on_failure, rule))
     metrics |= {"gamma": gamma} | prf(y_test[pick_test], dec_test, "test_") | prf(y_val[pick_val], dec_val, "val_")
     # Every candidate goes to the LLM (call rate 1); a cap only evaluates a sample of them.
     metrics |= {"test_call_rate": 1.0, "val_call_rate": 1.0, "test_review_rate": 1.0,
@@ -301,6 +321,12 @@ def _review_columns(split: Split, parts: list[tuple[np.ndarray, list]]) -> list[
                 cols.setdefault(k, [None] * sum(n))[offset + int(i)] = v
     dtypes = {"review": pl.String, "confidence": pl.Float64, "skip": pl.String}
     return [pl.Series(k, v, dtype=dtypes.get(k)) for k, v in cols.items()]
+
+
+def _fewshot_samples(examples: list) -> list[dict]:
+    """The cell's few-shot block (split "fewshot"), logged with the evidence samples."""
+    return [{"split": "fewshot", "hypothesis": e.request.hypothesis, "evidence": e.request.evidence,
+             "label": int(e.verdict == "yes"), "review": e.verdict} for e in examples]
 
 
 def _samples(kg: KG, split: Split, rev_val: list, rev_test: list) -> list[dict]:
