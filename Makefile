@@ -10,7 +10,7 @@ export OMP_NUM_THREADS ?= 1
 # Where runs, caches and reports go: the same variable conf/config.yaml reads.
 OUT := $(or $(HYGRAIL_OUTPUTS),outputs)
 
-.PHONY: help setup run test test-all stats bench clean ui serve sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity
+.PHONY: help setup run test test-all stats bench clean ui serve sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity ablation-evidence
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -75,6 +75,10 @@ ablation-sides: $(VENV)/.installed ## paper §5.3 / Fig. 4: two-sided vs one-sid
 
 ablation-purity: $(VENV)/.installed ## F1 vs LLM call rate across routing purities (m, n) with HGT
 	$(PYTHON) -m hygrail.sweep -m experiment=ablation_purity
+
+ablation-evidence: $(VENV)/.installed ## evidence strategies: HyKGE, ARIA, Graph2Idea beside NE/Auto/LLM (7 relations, HGT, Qwen3-4B), then their table
+	$(PYTHON) -m hygrail.sweep -m experiment=evidence_strategies
+	$(PYTHON) -m hygrail.report --strategies --experiment evidence_strategies --out $(OUT)/report/evidence_strategies
 
 figures: $(VENV)/.installed ## Figs. 3-4 and F1 vs call rate from the ablation experiments
 	$(PYTHON) -m hygrail.report --figures --out $(OUT)/report/figures
