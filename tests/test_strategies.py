@@ -176,6 +176,8 @@ def test_aria_texts_skips_and_summary(kg, rel, templates):
         assert [p.skip for p in skipped] == [None, None, knob]
     with pytest.raises(DataError, match="evidence.tier3='drop'"):
         load_mode(evidence_cfg("aria", tier3="drop"), templates)
+    with pytest.raises(DataError, match="evidence.max_hops=4: expected 2 or 3"):
+        load_mode(evidence_cfg("aria", max_hops=4), templates)
 
 
 # -- HyKGE ---------------------------------------------------------------------------------------
@@ -217,6 +219,8 @@ def test_hykge_anchors_and_chain_kinds(kg):
     # without anchors, only the u ... v paths are left (2 and 3 hops)
     assert {c.kind for c in hykge.reasoning_chains(kg, u, v, [], cfg)} == {"path"}
     assert len(hykge.reasoning_chains(kg, u, v, [], cfg)) == 4
+    with pytest.raises(DataError, match="evidence.chain_hops=5"):
+        load_mode(cfg | {"chain_hops": 5}, relation_templates("chm_apl"))
 
 
 def test_hykge_rerank_by_fragments(kg):
@@ -378,6 +382,48 @@ def test_modes_without_a_client_fall_back(kg, rel, templates):
         (p,) = mode.prepare(kg, rel, [h("LiFePO4", "battery")], _Once())
         assert p.fallback and p.text.startswith("Hypothesis: The material LiFePO4")
     assert not load_mode(evidence_cfg("aria"), templates).uses_llm
+
+
+# -- the strategies table ---------------------------------------------------------------------------
+def _cell(label, relation, f1, **metrics):
+    return {"tag.method": "hygrail", "tag.method_label": label, "tag.relation": relation, "param.seed": "42",
+            "test_precision": f1, "test_recall": f1, "test_f1": f1, "test_call_rate": 0.5,
+            "gnn_test_precision": 0.5, "gnn_test_recall": 0.5, "gnn_test_f1": 0.5, **metrics}
+
+
+def test_strategies_table_pools_quality_and_cost_per_hypothesis():
+    from hygrail.report import strategies_table, tiers_table
+
+    cost = {"val_reviewed": 10.0, "test_reviewed": 10.0, "llm_requests": 40.0, "llm_prestage_prompt_tokens": 2000.0,
+            "llm_prestage_completion_tokens": 400.0, "llm_review_prompt_tokens": 6000.0,
+            "llm_review_completion_tokens": 600.0, "llm_seconds": 200.0, "evidence_seconds": 2.0,
+            "test_routed_unreviewed": 0.0}
+    runs = pl.DataFrame([
+        _cell("HyGRAIL+HyKGE", "chm_apl", 0.6, **cost),
+        _cell("HyGRAIL+HyKGE", "chm_pro", 0.4, **cost | {"val_reviewed": 20.0, "llm_requests": 60.0}),
+        _cell("HyGRAIL+ARIA", "chm_apl", 0.5, **cost | {"llm_prestage_prompt_tokens": 0.0,
+                                                          "llm_prestage_completion_tokens": 0.0,
+                                                          "test_by_tier_1_n": 2.0, "test_by_tier_1_f1": 1.0,
+                                                          "test_by_tier_1_precision": 1.0, "test_by_tier_1_recall": 1.0,
+                                                          "test_by_tier_3_n": 8.0, "test_by_tier_3_f1": 0.25,
+                                                          "test_by_tier_3_precision": 0.5, "test_by_tier_3_recall": 1 / 6}),
+        _cell("HyGRAIL-Auto", "chm_apl", 0.55, **cost | {"test_routed_unreviewed": 5.0}),
+    ], infer_schema_length=None)
+    md, df = strategies_table(runs)
+    rows = {r["method"]: r for r in df.iter_rows(named=True)}
+    assert list(rows) == ["GNN", "HyGRAIL-Auto", "HyGRAIL+ARIA", "HyGRAIL+HyKGE"]
+    hy = rows["HyGRAIL+HyKGE"]
+    # macro F1 over relations; costs summed over cells, per hypothesis handled (val + test: 20 + 30)
+    assert hy["f1"] == pytest.approx(0.5) and hy["relations"] == 2 and hy["handled"] == 50
+    assert hy["llm_calls_per_hyp"] == pytest.approx(100 / 50)
+    assert hy["prestage_tokens_per_hyp"] == pytest.approx(4800 / 50)
+    assert hy["review_tokens_per_hyp"] == pytest.approx(13200 / 50)
+    assert hy["llm_seconds_per_hyp"] == pytest.approx(400 / 50) and hy["evidence_seconds_per_hyp"] == pytest.approx(0.08)
+    assert rows["GNN"]["f1"] == 0.5 and rows["GNN"]["relations"] == 2
+    assert "| HyGRAIL-Auto‡ |" in md and "| HyGRAIL+HyKGE | 2 | 0.500 | 0.500 | 0.500 | 50.0% | 50 | 2.00 | 96 | 264 |" in md
+    tiers = tiers_table(runs)
+    assert "**HyGRAIL+ARIA**" in tiers and "HyKGE" not in tiers
+    assert "| 1 | 2 | 20.0% | 1.000 | 1.000 | 1.000 |" in tiers and "| 3 | 8 | 80.0% | 0.500 | 0.167 | 0.250 |" in tiers
 
 
 # -- one real multirun over the three modes, then the strategies table -----------------------------

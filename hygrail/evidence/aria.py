@@ -46,7 +46,7 @@ Thresholds, from rules over the training graph (never labels):
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -181,6 +181,8 @@ class ARIA(EvidenceMode):
         super().__init__(cfg, templates)
         if self.cfg.get("tier3") not in TIER3:
             raise DataError(f"evidence.tier3={self.cfg.get('tier3')!r}; expected one of {', '.join(TIER3)}")
+        if int(self.cfg["max_hops"]) not in (2, 3):
+            raise DataError(f"evidence.max_hops={self.cfg['max_hops']}: expected 2 or 3 (the path search's range)")
         if self.cfg["analogy"].get("sides") not in ("both", "left", "right"):
             raise DataError(f"evidence.analogy.sides={self.cfg['analogy'].get('sides')!r}; expected both, left or right")
 
@@ -215,7 +217,7 @@ class ARIA(EvidenceMode):
         structured = {
             "tier": t.tier,
             "complete_paths": [{"nodes": p.nodes, "names": p.names, "counts": p.counts, "score": p.score} for p in t.complete],
-            "analogies": [{**an.__dict__, "names": [graph.label(n) for n in (an.analogue, an.endpoint, an.other)]}
+            "analogies": [asdict(an) | {"names": [graph.label(n) for n in (an.analogue, an.endpoint, an.other)]}
                           for an in t.analogies],
         }
         info = {"tier": t.tier, "complete_paths": len(t.complete), "analogies": len(t.analogies)}

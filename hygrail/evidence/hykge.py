@@ -59,9 +59,8 @@ from hygrail.evidence.mode import Hypothesis, Prepared
 from hygrail.evidence.names import chain_text, edge_counts, encode, fragments, layout, name_matrix, ngrams
 from hygrail.evidence.naturalize import Template
 from hygrail.evidence.retrieve import GraphStats, connecting_paths, graph_stats, retrieve
-from hygrail.kg import KG, Relation
+from hygrail.kg import KG, DataError, Relation
 
-KINDS = ("co_occurrence", "co_ancestor", "path")
 KIND_TEXT = {"co_occurrence": "linked to both", "co_ancestor": "shared neighbour", "path": "path"}
 
 # Short and step by step (HyKGE's P_HO); no verdict, since the reviewer judges later.
@@ -86,7 +85,7 @@ class Anchor:
 
 @dataclass
 class Chain:
-    kind: str  # KINDS
+    kind: str  # co_occurrence | co_ancestor | path
     nodes: list[int]  # oriented from u toward v
     score: float  # HyGRAIL's path score (geometric mean edge percentile x degree penalties)
     relevance: float = 0.0  # best fragment's mean cosine over the chain's concepts
@@ -166,6 +165,11 @@ class HyKGE(Template):
     """HyKGE's hypothesis output -> anchors -> reasoning chains -> fragment rerank (module docstring)."""
 
     uses_llm = True
+
+    def __init__(self, cfg: Mapping, templates: Mapping):
+        super().__init__(cfg, templates)
+        if int(self.cfg["chain_hops"]) not in (2, 3):
+            raise DataError(f"evidence.chain_hops={self.cfg['chain_hops']}: expected 2 or 3 (the path search's range)")
 
     def prepare(self, graph: KG, relation: Relation, hyps: Sequence[Hypothesis], llm) -> list[Prepared]:
         statements = [self.statement(graph, h) for h in hyps]

@@ -9,8 +9,9 @@ offline. Vectors are unit-norm, so a dot product is the cosine. A graph's names 
 per process (``hygrail.baselines.tsh.embed_names`` keeps each distinct name), and the stacked
 matrix of all names once per graph object (``name_matrix``, cached weakly like ``graph_stats``).
 Transient texts (a hypothesis output's n-grams, fragments) go straight to the encoder and are not
-kept: a sweep's thousands of them would only grow the per-name cache. Measured on this 2-core box
-under load: ~130 names/s on one thread, so the 3,000 names of the synthetic MatKG take ~25 s once.
+kept: a sweep's thousands of them would only grow the per-name cache. Measured on this shared
+2-core box under heavy load (load average 6-10): 45-130 names/s on one thread, so the 3,000 names
+of the synthetic MatKG took 25-67 s, once per process.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def encode(texts: Sequence[str], model: str) -> np.ndarray:
     from hygrail.baselines.tsh import _encoder  # its offline-model loading and one-line errors
 
     if not texts:
-        return np.zeros((0, 384), dtype=np.float32)
+        return np.zeros((0, _encoder(model).get_sentence_embedding_dimension()), dtype=np.float32)
     return _encoder(model).encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
                                   show_progress_bar=False).astype(np.float32)
 
