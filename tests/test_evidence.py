@@ -106,7 +106,7 @@ def test_node_level_top_k_eviscore_and_styles(kg, rel):
     # LiCoO2 (CHM-CHM, 60), catalysis (CHM-APL, 40); then olivine in CHM-SPL {50, 10}:
     # 0.5 * 1 + 0.5 * 50/60 = 0.91667 (capacity 0.84884 and the rest fall below k = 3).
     # Styles: count cut = median of the edge type's counts in the graph (CHM-CHM 60, CHM-APL 80,
-    # CHM-SPL 30), weight cut 0.35.
+    # CHM-SPL 30); weight high at w >= 1/n, n = the endpoint's edges of that type (count >= their mean).
     assert feats(ev.left) == [
         ("LiCoO2", "CHM-CHM", 60, "well_established"),
         ("catalysis", "CHM-APL", 40, "promising"),  # 40 < 80, w = 1
@@ -121,7 +121,7 @@ def test_node_level_top_k_eviscore_and_styles(kg, rel):
     assert feats(ev.right) == [
         ("LiCoO2", "APL-CHM", 500, "well_established"),
         ("capacity", "APL-PRO", 400, "well_established"),  # PRO-APL median 115
-        ("conductivity", "APL-PRO", 200, "common"),  # 200 >= 115, w = 0.317 < 0.35
+        ("conductivity", "APL-PRO", 200, "common"),  # 200 >= 115, w = 0.317 < 1/3 (mean 210)
     ]
     cond = ev.right.features[2]
     assert cond.norm_count == pytest.approx(ln(201) / ln(401))
@@ -285,7 +285,7 @@ def test_strength_cuts_are_quantiles_of_the_relations_own_paths(kg, rel):
 # -- findings ---------------------------------------------------------------------------------------
 def test_competing_and_score_contradictions(kg, rel, templates):
     # LiFePO4 -> sensor: the only paths run through the hub temperature, and LiFePO4's kept
-    # evidence holds a well-established CHM-APL edge to battery (999 >= median 80, w 0.96).
+    # evidence holds a well-established CHM-APL edge to battery (999 >= median 80, w 0.96 >= 1/2).
     ev = retrieve(kg, ID["LiFePO4"], ID["sensor"], rel, CFG)
     # battery-temperature-sensor: cbrt(1 x 3/8 x 3/8) x pen(battery) x pen(temperature) = 0.37193
     assert path_rows(ev) == [
