@@ -62,12 +62,12 @@ def run(cfg: DictConfig) -> dict:
 
 def check_config(cfg: DictConfig) -> None:
     """Options that would otherwise fail only after a cell's GNN training (or not at all)."""
-    from hygrail.evidence.naturalize import MODES
+    from hygrail.evidence.mode import load_mode
     from hygrail.review.client import llm_settings
 
-    if cfg.evidence.mode not in MODES:
-        raise DataError(f"evidence.mode={cfg.evidence.mode!r}; expected one of {list(MODES)}")
     if cfg.method.name in ("hygrail", "kgfm"):
+        context = cfg.method.context if cfg.method.name == "kgfm" else cfg.evidence
+        load_mode(OmegaConf.to_container(context, resolve=True), OmegaConf.to_container(cfg.relation.templates))
         try:
             llm_settings(cfg.llm)
         except ValueError as e:

@@ -29,7 +29,7 @@ def test_unknown_method_is_one_line(tmp_path):
 
 
 def test_bad_options_stop_before_any_training(tmp_path):
-    for option, expected in (("evidence.mode=bogus", "error: evidence.mode='bogus'"),
+    for option, expected in (("evidence.strategy=hygrail.evidence.bogus.Mode", "error: evidence.strategy="),
                              ("llm.confidence=vibes", "error: llm.confidence='vibes'"), ("threads=0", "error: threads=0")):
         proc = _sweep("method=hygrail", option, tmp_path=tmp_path)
         assert proc.returncode != 0 and "Traceback" not in proc.stderr, option

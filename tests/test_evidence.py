@@ -23,9 +23,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from hygrail.data.split import temporal_split
-from hygrail.evidence.naturalize import NATURALIZE_PROMPT, llm_naturalize, render
+from hygrail.evidence.mode import Hypothesis, load_mode
+from hygrail.evidence.naturalize import NATURALIZE_PROMPT, render
 from hygrail.evidence.retrieve import Evidence, Finding, evidence_cuts, graph_stats, retrieve, score_contradictions
 from hygrail.kg import KG, DataError
+from scripted_server import Reply, ScriptedServer
 
 from conftest import CONF
 
@@ -383,17 +385,25 @@ def test_weak_hub_and_no_path_sentences(kg, rel, templates):
     )
 
 
+class _Chat:
+    """Stands in for the review client's batched chat; None = a failed call."""
+
+    def __init__(self, *replies):
+        self.replies, self.seen = list(replies), []
+
+    def chat_many(self, conversations, max_tokens=None):
+        self.seen += conversations
+        return self.replies[: len(conversations)]
+
+
 def test_llm_naturalization_prompt_and_wrapping(kg, rel, templates):
-    ev = retrieve(kg, ID["LiFePO4"], ID["battery"], rel, CFG)
-    seen = []
-
-    def chat(messages):
-        seen.append(messages)
-        return "  Graph evidence: capacity and conductivity link LiFePO4 to battery.  "
-
-    text = llm_naturalize(ev, templates, chat, score=0.42, cfg=CFG)
-    assert len(seen) == 1
-    system, user = seen[0]
+    mode = load_mode(CFG | {"mode": "llm", "strategy": "hygrail.evidence.naturalize.LLMNaturalization",
+                            "naturalize_max_tokens": 400}, templates)
+    chat = _Chat("  Graph evidence: capacity and conductivity link LiFePO4 to battery.  ", None)
+    hyps = [Hypothesis(ID["LiFePO4"], ID["battery"], 0.42)] * 2
+    good, failed = mode.prepare(kg, rel, hyps, chat)
+    assert len(chat.seen) == 2  # one batched pre-stage call per hypothesis
+    system, user = chat.seen[0]
     assert system == {"role": "system", "content": NATURALIZE_PROMPT["system"]}
     body = user["content"]
     assert body.startswith("Hypothesis: The material LiFePO4 can be effectively used for battery.")
@@ -401,14 +411,28 @@ def test_llm_naturalization_prompt_and_wrapping(kg, rel, templates):
     assert "- LiFePO4 (material) — LiCoO2 (material) — conductivity (property) — battery (application) (score=0.869, strong)" in body
     assert "Convergence: property: capacity, conductivity (2 paths)" in body
     assert "Graph evidence:" in body and "Background knowledge (not from the graph):" in body
-    assert text == (
+    assert good.text == (
         "Hypothesis: The material LiFePO4 can be effectively used for battery.\n"
         "Evidence: The following evidence about LiFePO4 and battery has been extracted from the knowledge graph:\n"
         "Graph evidence: capacity and conductivity link LiFePO4 to battery.\n"
         "(GNN prediction score: 0.4200)"
     )
-    with pytest.raises(ValueError, match="use llm_naturalize"):
+    assert not good.fallback and good.structured["left"]["name"] == "LiFePO4"
+    # a failed naturalization falls back to the template text, and is counted
+    ev = retrieve(kg, ID["LiFePO4"], ID["battery"], rel, CFG)
+    assert failed.fallback and failed.text == render(ev, "template", templates, 0.42, CFG)
+    assert mode.summary([good, failed]) == {"evidence_fallbacks": 1.0, "evidence_skipped": 0.0}
+    with pytest.raises(ValueError, match="LLMNaturalization"):
         render(ev, "llm", templates, 0.42, CFG)
+
+
+def test_unknown_strategy_is_a_one_line_error(templates):
+    from hygrail.kg import DataError
+
+    with pytest.raises(DataError, match="evidence.strategy='hygrail.evidence.nope.Mode'"):
+        load_mode({"mode": "nope", "strategy": "hygrail.evidence.nope.Mode"}, templates)
+    with pytest.raises(DataError, match="is not an EvidenceMode class"):
+        load_mode({"mode": "x", "strategy": "hygrail.kg.KG"}, templates)
 
 
 # -- ablation knobs (§5.3) --------------------------------------------------------------------------
@@ -546,7 +570,7 @@ def test_evidence_configs_compose():
         modes = {m: compose(config_name=None, overrides=[f"+evidence={m}"]).evidence for m in ("none", "template", "llm")}
     assert {m: c.mode for m, c in modes.items()} == {"none": "none", "template": "template", "llm": "llm"}
     # none and llm share the template file's retrieval settings
-    strip = lambda c: {k: v for k, v in OmegaConf.to_container(c).items() if k != "mode"}  # noqa: E731
+    strip = lambda c: {k: v for k, v in OmegaConf.to_container(c).items() if k not in ("mode", "strategy", "label")}  # noqa: E731
     assert strip(modes["none"]) == strip(modes["template"]) == strip(modes["llm"])
     assert modes["template"].budget == 1.0 and modes["template"].sides == "both"
 
@@ -562,10 +586,17 @@ def test_cli_prints_evidence_and_text(matkg_schema, tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.count("=== CHM-APL: ") == 2 and "[test positive]" in out and "[test negative]" in out
     assert out.count("(GNN prediction score: 0.2500)") == 2
+    # a mode with an LLM pre-stage: skipped (and said) without --llm, run through the client with it
     main([*data, "--left", "n0", "--right", "n30", "--json", "--evidence", "llm", "evidence.k=2"])
     out = capsys.readouterr().out
-    assert out.startswith("=== CHM-APL: n0 -> n30\n{")
-    assert "--- system\n" in out and "Hypothesis: The material n0 can be effectively used for n30." in out
+    assert out.startswith("(evidence=llm has LLM pre-stages; no --llm given, so this is its template fallback)")
+    assert "=== CHM-APL: n0 -> n30\n{" in out and '"structured": {' in out
+    assert "Hypothesis: The material n0 can be effectively used for n30." in out
+    with ScriptedServer(default=Reply("Graph evidence: n0 and n30 share nothing notable.")) as server:
+        main([*data, "--left", "n0", "--right", "n30", "--evidence", "llm", "--llm", "scripted",
+              f"llm.base_url={server.base_url}", "--cache", str(tmp_path / "llm.sqlite")])
+        assert server.count == 1 and "You summarise" in server.requests[0]["messages"][0]["content"]
+    assert "Graph evidence: n0 and n30 share nothing notable." in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no node 'nope' of type CHM"):
         main([*data, "--left", "nope", "--right", "n30"])
 
