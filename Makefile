@@ -40,7 +40,7 @@ test: $(VENV)/.installed ## fast tests (what CI runs)
 test-all: $(VENV)/.installed ## all tests, including the slow ones
 	$(BIN)/pytest -q
 
-stats: $(VENV)/.installed ## paper Tables 4-6 for a KG (DATA=matkg_synthetic)
+stats: $(VENV)/.installed ## paper Tables 1, 4-6 for a KG (DATA=matkg_synthetic)
 	$(PYTHON) -m hygrail.sweep task=stats data=$(or $(DATA),matkg_synthetic)
 
 ui: $(VENV)/.installed ## MLflow UI on 127.0.0.1:5000 for outputs/mlflow.db
