@@ -49,7 +49,10 @@ EDGES = [
     ("hardness", "sensor", 60), ("LiCoO2", "battery", 500), ("TiO2", "sensor", 80), ("NiO", "catalysis", 90),
     ("LiFePO4", "olivine", 50), ("olivine", "sensor", 70),
 ]  # fmt: skip
-NO_HUBS = {"quantile": None, "median_factor": 10}  # 10 x median degree: nothing in this graph is a hub
+NO_HUBS = {"penalty": 0.05}  # a hub's degree is e^19 x its type's 90th percentile: nothing here is one
+# conductivity (degree 4, above the 0.9 quantile of property degrees [3, 3, 4], 3.8) has penalty
+# 1 / (1 + ln(4 / 3.8)) = 0.951; every other node has penalty 1
+CONDUCTIVITY_HUB = {"penalty": 0.96}
 
 
 def evidence_cfg(name: str, **changes) -> dict:
@@ -108,11 +111,14 @@ def test_aria_tier1_complete_paths(kg):
     assert aria.tier_of(kg, ID["LiFePO4"], ID["sensor"], cfg).tier == 3
     untyped = aria.tier_of(kg, ID["LiFePO4"], ID["sensor"], cfg | {"typed": False})
     assert untyped.tier == 1 and names(kg, untyped.complete[0].nodes) == ["LiFePO4", "olivine", "sensor"]
-    # a hub intermediate never completes a path: capacity (degree 3) is a hub above 0.9 x the
-    # median property degree (3)
-    hubs = cfg | {"hub": {"quantile": None, "median_factor": 0.9}}
-    assert aria.tier_of(kg, ID["LiFePO4"], ID["battery"], hubs).tier != 1
-    assert aria.tier_of(kg, ID["LiFePO4"], ID["battery"], hubs | {"exclude_hubs": False}).tier == 1
+    # a hub intermediate never completes a path: at theta1 0.3, LiFePO4 - conductivity - battery
+    # (5/7, 1/3) is complete unless conductivity counts as a hub
+    low = cfg | {"theta1": 0.3}
+    assert len(aria.tier_of(kg, ID["LiFePO4"], ID["battery"], low).complete) == 2
+    hubs = low | {"hub": CONDUCTIVITY_HUB}
+    assert [names(kg, p.nodes) for p in aria.tier_of(kg, ID["LiFePO4"], ID["battery"], hubs).complete] == [
+        ["LiFePO4", "capacity", "battery"]]
+    assert len(aria.tier_of(kg, ID["LiFePO4"], ID["battery"], hubs | {"exclude_hubs": False}).complete) == 2
 
 
 def test_aria_analogy_and_speculative_tiers(kg):
@@ -323,9 +329,8 @@ def test_graph2idea_contexts_algorithm(kg, monkeypatch):
     assert [[tuple(names(kg, t[:2])) for t in c.triples]
             for c in graph2idea.contexts(kg, u, v, z, small | {"lambda_overlap": 1})] == [
         [("LiFePO4", "capacity")], [("capacity", "battery")]]
-    # a hub neighbour is left out of the subgraph: conductivity (degree 4) above 1.2 x the median
-    # property degree (3)
-    hubs = cfg | {"hub": {"quantile": None, "median_factor": 1.2}}
+    # a hub neighbour is left out of the subgraph
+    hubs = cfg | {"hub": CONDUCTIVITY_HUB}
     a, b, _ = graph2idea.target_subgraph(kg, u, v, hubs)
     assert "conductivity" not in set(names(kg, a)) | set(names(kg, b))
 

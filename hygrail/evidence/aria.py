@@ -8,10 +8,11 @@ typed hypothesis (u, v, r). Each hypothesis gets one tier, and the reviewer is t
   mediates them; ARIA's path is (v_P, v_S, v_Prop), two hops, so ``max_hops`` = 2. ARIA's typing
   (v_S must be a structure) becomes the schema's (``typed``): the entity next to each endpoint must
   be of a type whose edges describe that endpoint's type (``R_evi``, paper Table 7), e.g. a
-  property or a material between a material and an application. Generic hub entities (``hub`` rule of template
-  mode) are not mechanisms and never complete a path. The reviewer gets all complete paths
-  (ARIA "aggregates all consistent paths"; the ``max_paths`` strongest are written out, the count
-  of the rest is stated) and is told the evidence is complete.
+  property or a material between a material and an application. Generic hub entities (template
+  mode's rule: degree penalty <= ``hub.penalty``) are not mechanisms and never complete a path
+  (``exclude_hubs``). The reviewer gets all complete paths (ARIA "aggregates all consistent
+  paths"; the ``max_paths`` strongest are written out, the count of the rest is stated) and is
+  told the evidence is complete.
 - Tier 2, analogy: no complete path, but an entity s of an endpoint x's type, most similar to x,
   is linked by a verified edge (weight >= ``theta1``) to the other endpoint y and has complete
   paths s … y of its own; those paths are transferred to x when feasible, and written as analogy,
@@ -53,12 +54,21 @@ import numpy as np
 
 from hygrail.evidence.mode import EvidenceMode, Hypothesis, Prepared
 from hygrail.evidence.names import chain_text, edge_counts, layout, node_vectors
-from hygrail.evidence.retrieve import GraphStats, Path, connecting_paths, graph_stats
+from hygrail.evidence.retrieve import GraphStats, graph_stats, ranked_paths
 from hygrail.kg import KG, DataError, Relation
 
 TIERS = (1, 2, 3)
 TIER3 = ("review", "reject", "gnn")
 _REFERENCE: "weakref.WeakKeyDictionary[KG, dict]" = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class Complete:
+    """A complete path: every edge weight >= theta1, typed, no hub intermediate."""
+
+    nodes: list[int]
+    counts: list[int]
+    score: float  # HyGRAIL's path score, the order they are listed in
 
 
 @dataclass
@@ -76,7 +86,7 @@ class Analogy:
 @dataclass
 class Tiered:
     tier: int
-    complete: list[Path]  # tier 1: complete paths u ... v, strongest first
+    complete: list[Complete]  # tier 1: complete paths u ... v, strongest first
     analogies: list[Analogy]  # tier 2: credible analogues with feasible transferred paths
 
 
@@ -85,19 +95,20 @@ def describing_types(graph: KG, node_type: str) -> set[str]:
     return {label.partition("-")[2] for label in graph.schema.evidence.get(node_type, ())}
 
 
-def complete_paths(graph: KG, stats: GraphStats, x: int, y: int, cfg: Mapping) -> list[Path]:
+def complete_paths(graph: KG, stats: GraphStats, x: int, y: int, cfg: Mapping) -> list[Complete]:
     """Paths x … y whose every edge weight is >= theta1, through non-hub intermediates whose types
-    describe the endpoint next to them (module docstring, tier 1)."""
+    describe the endpoint next to them (module docstring, tier 1), strongest first."""
     search = {**cfg, "max_hops": int(cfg["max_hops"])}
-    paths = connecting_paths(graph, stats, x, y, int(cfg["candidate_paths"]), search)[0]
     theta = float(cfg["theta1"])
     near_x, near_y = describing_types(graph, graph.type_of(x)), describing_types(graph, graph.type_of(y))
+    hub_cut = stats.hub_cut(float(cfg["hub"]["penalty"]))
     out = []
-    for p in paths:
-        weights = [stats.edge_weight[graph.edge_id(a, b)] for a, b in zip(p.nodes, p.nodes[1:])]
-        typed = not cfg["typed"] or (p.node_types[1] in near_x and p.node_types[-2] in near_y)
-        if min(weights) >= theta and typed and not (p.hub and cfg["exclude_hubs"]):
-            out.append(p)
+    for nodes, eids, score in ranked_paths(graph, stats, x, y, int(cfg["candidate_paths"]), search)[0]:
+        inner = nodes[1:-1]
+        typed = not cfg["typed"] or (graph.type_of(inner[0]) in near_x and graph.type_of(inner[-1]) in near_y)
+        hub = any(graph.degree[m] >= hub_cut[graph.node_types[m]] for m in inner)
+        if min(stats.edge_weight[e] for e in eids) >= theta and typed and not (hub and cfg["exclude_hubs"]):
+            out.append(Complete(nodes, [int(graph.counts[e]) for e in eids], score))
     return out
 
 
@@ -177,8 +188,8 @@ class ARIA(EvidenceMode):
 
     breakdown = ("tier",)
 
-    def __init__(self, cfg: Mapping, templates: Mapping):
-        super().__init__(cfg, templates)
+    def __init__(self, cfg: Mapping, templates: Mapping, calibrated: Mapping[str, float] | None = None):
+        super().__init__(cfg, templates, calibrated)
         if self.cfg.get("tier3") not in TIER3:
             raise DataError(f"evidence.tier3={self.cfg.get('tier3')!r}; expected one of {', '.join(TIER3)}")
         if int(self.cfg["max_hops"]) not in (2, 3):
@@ -216,7 +227,7 @@ class ARIA(EvidenceMode):
         text = layout(self.templates, left, right, lines, h.score, bool(self.cfg["show_score"]))
         structured = {
             "tier": t.tier,
-            "complete_paths": [{"nodes": p.nodes, "names": p.names, "counts": p.counts, "score": p.score} for p in t.complete],
+            "complete_paths": [asdict(p) | {"names": [graph.label(n) for n in p.nodes]} for p in t.complete],
             "analogies": [asdict(an) | {"names": [graph.label(n) for n in (an.analogue, an.endpoint, an.other)]}
                           for an in t.analogies],
         }

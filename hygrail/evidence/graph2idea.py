@@ -7,7 +7,7 @@ statement; the working graph is the split's training graph around u and v.
    type (``retrieve.capped_neighbours``: by edge percentile times degree penalty), with every edge
    among them except u-v. Graph2Idea's auxiliary links (year, venue, source paper) connect sparse
    components and are never serialised as evidence; this KG's counterpart is its generic hub
-   entities (template mode's ``hub`` rule), which are left out of the subgraph, since the KG's
+   entities (template mode's rule: degree penalty <= ``hub.penalty``), which are left out of the subgraph, since the KG's
    typed edges already connect the neighbourhood of an entity pair.
 2. Contexts (Algorithm 1): edges are scored by relevance to z, the mean MiniLM cosine of the
    statement and the edge's two entity names (Graph2Idea's encoder, all-MiniLM-L6-v2), and taken
@@ -69,9 +69,9 @@ def target_subgraph(graph: KG, u: int, v: int, cfg: Mapping) -> tuple[np.ndarray
     """Edges (a, b, edge id), a < b, among u, v and their best non-hub neighbours, without u-v."""
     stats = graph_stats(graph)
     cap = int(cfg["subgraph_neighbours"])
-    hub_cut = stats.hub_cuts(cfg["hub"].get("quantile"), cfg["hub"].get("median_factor"))
+    hub_cut = stats.hub_cut(float(cfg["hub"]["penalty"]))
     near = np.concatenate([capped_neighbours(graph, stats, u, v, cap)[0], capped_neighbours(graph, stats, v, u, cap)[0]])
-    near = near[graph.degree[near] <= hub_cut[graph.node_types[near]]]
+    near = near[graph.degree[near] < hub_cut[graph.node_types[near]]]
     nodes = np.unique(np.concatenate([[u, v], near]))
     pos = np.full(graph.num_nodes, -1, dtype=np.int64)
     pos[nodes] = np.arange(len(nodes))

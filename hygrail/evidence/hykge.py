@@ -20,7 +20,7 @@ adapted from medical question answering to verifying a typed hypothesis (u, v, r
      (HyKGE's shared-ancestor chain, "analogous factors");
    - ``path``: every other simple chain of <= ``chain_hops`` hops (HyKGE's k) between an endpoint
      and an anchor, or between u and v themselves: x → a directly, 3-hop chains, and u … v chains.
-   Path search is ``retrieve.connecting_paths`` (exact 2-hop, 3-hop over each end's
+   Path search is ``retrieve.ranked_paths`` (exact 2-hop, 3-hop over each end's
    ``neighbour_cap`` best neighbours, never through the edge u-v), its top ``chains_per_pair`` per
    pair by path score; chains through the other endpoint are left to the u … v search.
 4. Fragment rerank (§4.3): the hypothesis statement and the HO, stop words removed, are chunked
@@ -58,7 +58,7 @@ from tqdm import tqdm
 from hygrail.evidence.mode import Hypothesis, Prepared
 from hygrail.evidence.names import chain_text, edge_counts, encode, fragments, layout, name_matrix, ngrams
 from hygrail.evidence.naturalize import Template
-from hygrail.evidence.retrieve import GraphStats, connecting_paths, graph_stats, retrieve
+from hygrail.evidence.retrieve import GraphStats, graph_stats, ranked_paths, retrieve
 from hygrail.kg import KG, DataError, Relation
 
 KIND_TEXT = {"co_occurrence": "linked to both", "co_ancestor": "shared neighbour", "path": "path"}
@@ -135,17 +135,18 @@ def reasoning_chains(graph: KG, u: int, v: int, anchors: Sequence[int], cfg: Map
     both = [a for a in anchors if graph.edge_id(u, a) >= 0 and graph.edge_id(a, v) >= 0]
     for a in both:
         add("co_occurrence", [u, a, v])
-    for p in connecting_paths(graph, stats, u, v, per_pair, search)[0]:
-        add("path", p.nodes, p.score)  # an anchor between u and v is already a co-occurrence chain
+    for nodes, _, score in ranked_paths(graph, stats, u, v, per_pair, search)[0]:
+        add("path", nodes, score)  # an anchor between u and v is already a co-occurrence chain
     for x, other in ((u, v), (v, u)):
         for a in anchors:
             if a in both:
                 continue  # its links to x are part of its co-occurrence chain
-            chains = [[x, a]] if graph.edge_id(x, a) >= 0 else []
-            chains += [p.nodes for p in connecting_paths(graph, stats, x, a, per_pair, search)[0] if other not in p.nodes]
-            for nodes in chains:
+            chains = [([x, a], None)] if graph.edge_id(x, a) >= 0 else []
+            chains += [(nodes, score) for nodes, _, score in ranked_paths(graph, stats, x, a, per_pair, search)[0]
+                       if other not in nodes]
+            for nodes, score in chains:
                 oriented = nodes if x == u else nodes[::-1]  # read from u toward v
-                add("co_ancestor" if len(nodes) == 3 else "path", oriented)
+                add("co_ancestor" if len(nodes) == 3 else "path", oriented, score)
     return list(found.values())
 
 
@@ -166,8 +167,8 @@ class HyKGE(Template):
 
     uses_llm = True
 
-    def __init__(self, cfg: Mapping, templates: Mapping):
-        super().__init__(cfg, templates)
+    def __init__(self, cfg: Mapping, templates: Mapping, calibrated: Mapping[str, float] | None = None):
+        super().__init__(cfg, templates, calibrated)
         if int(self.cfg["chain_hops"]) not in (2, 3):
             raise DataError(f"evidence.chain_hops={self.cfg['chain_hops']}: expected 2 or 3 (the path search's range)")
 
