@@ -37,7 +37,10 @@ CASES = {
     "case:drop-then-ok": ([Drop(), Reply(ok_review("yes", 0.55))], "yes", 0.55, None, 1),
     "case:drop-always": ([Drop()], None, None, "connection error", 1),
     "case:cut": ([Cut()], None, None, "connection error", 1),
-    "case:garbage": ([Garbage()], None, None, "bad response", 0),
+    "case:garbage": ([Garbage()], None, None, "bad response", 1),  # retried: a proxy's error page is no answer
+    "case:html-then-ok": ([Garbage(), Reply(ok_review("no", 0.2))], "no", 0.2, None, 1),
+    "case:abort": ([Reply('{"reasoning": "Because', finish_reason="abort")], None, None, "incomplete reply", 1),
+    "case:unfinished-then-ok": ([Reply("", finish_reason=None), Reply(ok_review("yes", 0.75))], "yes", 0.75, None, 1),
     "case:slow": ([Reply(ok_review("yes", 0.6), delay=0.5)], "yes", 0.6, None, 0),
     "case:hang": ([Reply(delay=30)], None, None, "timeout", 1),
     "case:no-confidence": ([Reply('{"reasoning": "r", "review": "yes"}')], None, None, "no readable confidence", 0),
@@ -209,7 +212,7 @@ def test_api_key_from_env_reaches_the_server_but_never_the_cache(scripted_server
     client.chat([{"role": "user", "content": "naturalize this"}])
     assert scripted_server.authorizations[0] == f"Bearer {secret}"
     client.close()
-    blobs = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    blobs = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
     assert len(blobs) > 0 and secret.encode() not in blobs
     assert secret not in json.dumps(client.cfg) and secret not in json.dumps(client.usage())
 
