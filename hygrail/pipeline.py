@@ -105,6 +105,8 @@ def gnn_stage(cfg: DictConfig, kg: KG, split: Split, logger=None) -> tuple[Triag
     y_val = _labels(split)[0]
     scores = triage_scores(split, _plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage", progress=True,
                            logger=logger)
+    if logger is not None:  # the run links the trained model it used, trained now or cached
+        logger.log_hyperparams({"triage_key": scores.key, "triage_checkpoint": scores.checkpoint})
     threshold = f1_threshold(scores.val, y_val)
     metrics, predictions = _thresholded(kg, split, scores.val, scores.test, threshold, "gnn_")
     band = calibrate_band(scores.val, y_val, _plain(cfg.routing))

@@ -148,10 +148,10 @@ def probe(llm_cfg: Mapping, timeout: float = 10.0) -> list[str]:
             with openai.OpenAI(base_url=url, api_key=key, timeout=timeout, max_retries=0) as client:
                 served = [m.id for m in client.models.list().data]
         except openai.APIStatusError as e:
-            if e.status_code == 404:  # no model list on this server: reachable all the same
+            if e.status_code < 500 and e.status_code not in (401, 403):  # up, with no model list to check
                 live.append(url)
                 continue
-            down.append(f"{redact(url)} (HTTP {e.status_code}{' : check the API key' if e.status_code in (401, 403) else ''})")
+            down.append(f"{redact(url)} (HTTP {e.status_code}{': check the API key' if e.status_code < 500 else ''})")
             continue
         except openai.APIConnectionError as e:  # refused, unresolvable, timed out
             down.append(f"{redact(url)} ({_cause(e)})")
@@ -160,8 +160,8 @@ def probe(llm_cfg: Mapping, timeout: float = 10.0) -> list[str]:
             raise LLMCallError(f"llm {name} at {redact(url)} serves {served}, not {cfg['model']!r}: wrong server or llm.model")
         live.append(url)
     if down and not live:
-        raise LLMCallError(f"llm {name}: no server reachable at {'; '.join(down)}; start it (make serve LLM={name}) "
-                           f"or point llm.base_url at it")
+        start = f" (make serve LLM={name})" if cfg["serve"] else ""
+        raise LLMCallError(f"llm {name}: no server reachable at {'; '.join(down)}; start it{start} or point llm.base_url at it")
     if down:
         log.warning("llm %s: replica(s) %s unreachable; sending to the other %d", name, "; ".join(down), len(live))
     return live
