@@ -84,6 +84,7 @@ class ScriptedServer:
         self.latency = latency
         self.requests: list[dict] = []
         self.authorizations: list[str | None] = []
+        self.paths: list[str] = []  # request paths with their query
         self.max_in_flight = 0
         self._scripts: list[tuple[str, deque]] = []
         self._lock = threading.Lock()
@@ -133,6 +134,7 @@ class ScriptedServer:
 
             def do_GET(self) -> None:
                 server.authorizations.append(self.headers.get("Authorization"))
+                server.paths.append(self.path)
                 if self.path.rstrip("/").endswith("/models"):
                     data = [{"id": m, "object": "model", "owned_by": "scripted"} for m in server.models]
                     self._send(200, json.dumps({"object": "list", "data": data}).encode())
@@ -143,6 +145,7 @@ class ScriptedServer:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 body = json.loads(raw or b"{}")
                 server.authorizations.append(self.headers.get("Authorization"))
+                server.paths.append(self.path)
                 behaviour = server._choose(body)
                 with server._lock:
                     server._in_flight += 1

@@ -35,6 +35,7 @@ error messages are redacted (`hygrail.redact`).
 from __future__ import annotations
 
 import asyncio
+import base64
 import fcntl
 import hashlib
 import json
@@ -46,6 +47,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 import aiohttp
 import httpx2  # openai's HTTP types
@@ -141,11 +143,11 @@ def probe(llm_cfg: Mapping, timeout: float = 10.0) -> list[str]:
     warns about unreachable replicas when others answer. The embedded server (no base_url) is
     started by the client itself: nothing to probe."""
     cfg = llm_settings(llm_cfg)
-    name, key = cfg["name"] or cfg["model"], _api_key(cfg)
+    name = cfg["name"] or cfg["model"]
     live, down = [], []
     for url in endpoints(cfg):
         try:
-            with openai.OpenAI(base_url=url, api_key=key, timeout=timeout, max_retries=0) as client:
+            with openai.OpenAI(**_openai_kwargs(url, cfg), timeout=timeout, max_retries=0) as client:
                 served = [m.id for m in client.models.list().data]
         except openai.APIStatusError as e:
             if e.status_code < 500 and e.status_code not in (401, 403):  # up, with no model list to check
@@ -177,6 +179,24 @@ def _cause(error: BaseException) -> str:
 def _api_key(cfg: Mapping) -> str:
     name = cfg["api_key_env"]
     return (os.environ.get(name) if name else None) or _NO_KEY
+
+
+def _openai_kwargs(url: str, cfg: Mapping) -> dict:
+    """Client arguments for one endpoint. Credentials in the URL travel as HTTP sends them, not as
+    part of a URL that would end up in logs: userinfo (a proxy's basic auth) as the Authorization
+    header, the query (``?token=...``) as a query on every request."""
+    parts = urlsplit(url)
+    kwargs: dict[str, Any] = {"base_url": urlunsplit(parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else ""),
+                                                                 query="")), "api_key": _api_key(cfg)}
+    if parts.query:
+        kwargs["default_query"] = dict(parse_qsl(parts.query))
+    if parts.username is not None:
+        if cfg["api_key_env"] and os.environ.get(cfg["api_key_env"]):
+            raise LLMCallError(f"llm.base_url={redact(url)} carries credentials and llm.api_key_env={cfg['api_key_env']} "
+                               f"names a key: one Authorization header carries one of them; drop either")
+        basic = base64.b64encode(f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()).decode()
+        kwargs["default_headers"] = {"Authorization": f"Basic {basic}"}
+    return kwargs
 
 
 @dataclass
@@ -451,7 +471,7 @@ class ReviewClient:
         replicas = self._replicas()
         clients = [
             openai.AsyncOpenAI(
-                base_url=url, api_key=_api_key(self.cfg),
+                **_openai_kwargs(url, self.cfg),
                 http_client=openai.DefaultAioHttpClient() if self.cfg["transport"] == "aiohttp" else None,
                 timeout=float(self.cfg["timeout"]), max_retries=int(self.cfg["max_retries"]))
             for url in replicas.urls
@@ -532,6 +552,7 @@ class ReviewClient:
         # the whole call by every attempt timing out plus the longest backoff between attempts.
         deadline = float(cfg["timeout"]) * (retries_max + 1) + 8.0 * retries_max
         self._totals["calls"] += 1
+        retries = 0
         try:
             # client.post skips the SDK's typed-request transform (a third of its CPU per call);
             # timeout, retries and backoff still apply.
