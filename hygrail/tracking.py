@@ -318,3 +318,21 @@ def method_label(cfg: DictConfig) -> str:
         mode = str(cfg.evidence.mode)
         return {"none": "HyGRAIL-NE", "template": "HyGRAIL-Auto", "llm": "HyGRAIL-LLM"}.get(mode, f"HyGRAIL-{mode}")
     return {"gnn_only": "GNN", "tsh": "TSH", "kgfm": "KG-FM"}.get(m, m)
+
+
+def ui_links(uri: str, base: str) -> list[str]:
+    """A link per experiment of the store that opens its runs in the MLflow UI served at ``base``.
+    MLflow 3.17's UI opens every experiment on its GenAI pages unless the address asks for model
+    training (``workflowType=machine_learning``): its workflow switch, not the experiment's kind
+    tag, decides (read from the UI's bundle; checked in headless Chromium, tests/test_cluster.py)."""
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    return [f"{e.name}: {base.rstrip('/')}/#/experiments/{e.experiment_id}?workflowType=machine_learning"
+            for e in mlflow.search_experiments() if e.name != "Default"]
+
+
+if __name__ == "__main__":  # python -m hygrail.tracking <uri> <ui base url>: the links `make ui` prints
+    import sys
+
+    print("\n".join(ui_links(sys.argv[1], sys.argv[2])))
