@@ -41,7 +41,7 @@ test-all: $(VENV)/.installed ## all tests, including the slow ones (the MLflow U
 	@command -v chromium >/dev/null || [ "$$(id -u)" != 0 ] || { apt-get update -qq && apt-get install -y -qq chromium; }
 	$(BIN)/pytest -q
 
-stats: $(VENV)/.installed ## paper Tables 4-6 for a KG (DATA=matkg_synthetic)
+stats: $(VENV)/.installed ## paper Tables 1, 4-6 for a KG (DATA=matkg_synthetic)
 	$(PYTHON) -m hygrail.sweep task=stats data=$(or $(DATA),matkg_synthetic)
 
 ui: $(VENV)/.installed ## MLflow UI on 127.0.0.1:5000 for outputs/mlflow.db (prints a link per experiment)

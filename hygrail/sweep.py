@@ -68,7 +68,9 @@ def run(cfg: DictConfig) -> dict:
         torch.set_num_threads(int(cfg.threads))
         result = run_cell(cfg, logger=cell.logger())
         cell.log_result(result)
-    log.info("%s", result_line(label, result.metrics, cell.run_id))
+    line = result_line(label, result.metrics, cell.run_id)
+    print(line, flush=True)  # stdout holds results
+    logging.getLogger("hygrail.result").info("%s", line)  # and the job's log file (conf/config.yaml: file only)
     return {"status": "finished", "cell": label, "run_id": cell.run_id}
 
 
@@ -88,12 +90,12 @@ def check_config(cfg: DictConfig) -> None:
     """Options that would otherwise fail only after a cell's GNN training (or not at all), and the
     LLM server itself: each endpoint is asked for its model list once, before any training; replicas
     that do not answer are left out of this cell (with a warning), none answering fails it."""
-    from hygrail.evidence.naturalize import MODES
+    from hygrail.evidence.mode import load_mode
     from hygrail.review.client import endpoints, llm_settings, probe
 
-    if cfg.evidence.mode not in MODES:
-        raise DataError(f"evidence.mode={cfg.evidence.mode!r}; expected one of {list(MODES)}")
     if cfg.method.name in ("hygrail", "kgfm"):
+        context = cfg.method.context if cfg.method.name == "kgfm" else cfg.evidence
+        load_mode(OmegaConf.to_container(context, resolve=True), OmegaConf.to_container(cfg.relation.templates))
         try:
             llm_settings(cfg.llm)
         except ValueError as e:

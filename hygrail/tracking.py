@@ -42,7 +42,8 @@ HOW_RUN = ("threads", "format", "task", "llm.base_url", "llm.api_key_env", "llm.
            "llm.embedded.model.cache_dir")
 # Bump when a code change alters the results of existing cells, so resume recomputes them.
 # 2: an unreachable LLM server stops the cell instead of logging GNN-only decisions as HyGRAIL's.
-RESULT_VERSION = 2
+# 3: test_call_rate is the routed share (paper); decision attribution; KG-FM reviews raw triples.
+RESULT_VERSION = 3
 MAX_PARAM = 500
 
 
@@ -63,6 +64,8 @@ def cell_identity(cfg: DictConfig) -> dict:
             node.pop(last, None)
     if ident["method"]["name"] in ("gnn_only", "tsh"):  # no LLM, no evidence text
         ident.pop("llm", None)
+        ident.pop("evidence", None)
+    elif ident["method"]["name"] == "kgfm":  # its context is method.context, not the evidence group
         ident.pop("evidence", None)
     data_files = _data_files(ident["data"])
     return _floats(ident) | {"result_version": RESULT_VERSION} | ({"data_files": data_files} if data_files else {})
@@ -160,7 +163,7 @@ def finished_run(cfg: DictConfig) -> str | None:
 def cell_tags(cfg: DictConfig, sweep: str | None) -> dict[str, str]:
     tags = {"cell_key": cell_key(cfg), "sweep": sweep or "", "method_label": method_label(cfg)}
     tags |= {g: str(cfg[g].name) for g in ("relation", "backbone", "llm", "method")}
-    tags["evidence"] = str(cfg.evidence.mode)
+    tags["evidence"] = str((cfg.method.context if cfg.method.name == "kgfm" else cfg.evidence).mode)
     tags["data"] = str(cfg.data.name)
     tags["host"] = socket.gethostname()
     return tags
@@ -315,8 +318,7 @@ def method_label(cfg: DictConfig) -> str:
     """The paper's row names (Table 2): GNN, HyGRAIL-NE/-Auto/-LLM, TSH, KG-FM."""
     m = cfg.method.name
     if m == "hygrail":
-        mode = str(cfg.evidence.mode)
-        return {"none": "HyGRAIL-NE", "template": "HyGRAIL-Auto", "llm": "HyGRAIL-LLM"}.get(mode, f"HyGRAIL-{mode}")
+        return str(cfg.evidence.label)  # each evidence mode names its row (conf/evidence/*.yaml)
     return {"gnn_only": "GNN", "tsh": "TSH", "kgfm": "KG-FM"}.get(m, m)
 
 
