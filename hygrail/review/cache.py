@@ -16,8 +16,8 @@ local disks and on NFS alike. So:
 - the first writer wins: a job that sent a request another job already answered gets the stored
   reply back from ``put``, so parallel jobs log the same reply;
 - any number of processes on any number of hosts read and write one directory at once.
-Measured on this 2-core box (local ext4): ~40 µs per lookup, ~0.2 ms per stored reply, against
-1-20 s per reply from the model.
+Measured on the 2-core development box (local disk, 2,000 replies of ~3 KB, other jobs running):
+0.09 ms per lookup, 0.5 ms per stored reply, against 1-20 s per reply from the model.
 
 Replies cached by earlier versions in a single SQLite file (``cache/llm.sqlite``) are still read.
 """
