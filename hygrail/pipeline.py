@@ -17,7 +17,7 @@ import polars as pl
 from omegaconf import DictConfig, OmegaConf
 
 from hygrail.data import load_kg
-from hygrail.data.split import Split, temporal_split
+from hygrail.data.split import Split, split_from_config
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import KG, DataError
 from hygrail.metrics import attribution, prf
@@ -39,9 +39,7 @@ def _plain(node) -> dict:
 
 def build_split(cfg: DictConfig) -> tuple[KG, Split]:
     kg = load_kg(_plain(cfg.data))
-    relation = kg.schema.relation(cfg.relation.name)
-    s = cfg.split
-    return kg, temporal_split(kg, relation, tuple(s.ratios), int(s.neg_ratio), int(s.seed))
+    return kg, split_from_config(kg, kg.schema.relation(cfg.relation.name), _plain(cfg.split))
 
 
 def review_order(scores: np.ndarray, candidates: np.ndarray, centre: float, budget: int | None, seed: int) -> np.ndarray:
@@ -90,6 +88,10 @@ class Triage:
     band: tuple[float, float]  # clipped to [0, 1]: an infeasible side's infinite cut routes the same
     route_val: np.ndarray  # 0 below a*, 1 above b*, -1 routed
     route_test: np.ndarray
+
+    def calibrated(self) -> dict[str, float]:
+        """The validation-calibrated quantities evidence rules may name (conf/evidence contradiction cuts)."""
+        return {"gnn_threshold": self.threshold, "band_low": self.band[0], "band_high": self.band[1]}
 
 
 def gnn_stage(cfg: DictConfig, kg: KG, split: Split, logger=None) -> tuple[Triage, dict, pl.DataFrame]:
@@ -153,7 +155,7 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
         "test_band_reviewed_share": len(pick_test) / routed_test if routed_test else 1.0,
         "test_routed_unreviewed": routed_test - len(pick_test),
     }
-    mode = load_mode(_plain(cfg.evidence), _plain(cfg.relation)["templates"])
+    mode = load_mode(_plain(cfg.evidence), _plain(cfg.relation)["templates"], t.calibrated())
     with _reviewer(cfg, mode, split) as reviewer:
         rev_val = reviewer.review(_hypotheses(split.part("val"), pick_val, t.scores.val))
         rev_test = reviewer.review(_hypotheses(split.part("test"), pick_test, t.scores.test))

@@ -309,6 +309,13 @@ def test_competing_and_score_contradictions(kg, rel, templates):
     assert "A path exists via temperature, but this is a generic/common node (path score=" in text
     # A middling score adds nothing.
     assert "GNN score (" not in render(ev, "template", templates, 0.3, CFG)
+    # The mode takes the cell's validation-calibrated cut by name (what the pipeline passes in).
+    named = CFG | {"contradiction": {"score_high": "gnn_threshold", "score_low": "gnn_threshold"},
+                   "strategy": "hygrail.evidence.naturalize.Template"}
+    h = Hypothesis(ID["LiFePO4"], ID["sensor"], 0.3)
+    high = load_mode(named, templates, {"gnn_threshold": 0.25}).prepare(kg, rel, [h])[0].text
+    low = load_mode(named, templates, {"gnn_threshold": 0.35}).prepare(kg, rel, [h])[0].text
+    assert "the GNN score (0.3000) favours the link" in high and "GNN score (" not in low
 
 
 def test_score_contradictions_take_validation_calibrated_cuts(kg, rel, caplog, monkeypatch):
