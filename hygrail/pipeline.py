@@ -31,6 +31,7 @@ class CellResult:
     samples: list[dict] = field(default_factory=list)  # evidence texts with LLM replies
     band: tuple[float, float] | None = None
     gnn_threshold: float | None = None
+    tags: dict[str, str] = field(default_factory=dict)  # e.g. split=temporal|partial|random
 
 
 def _plain(node) -> dict:
@@ -59,7 +60,11 @@ def run_cell(cfg: DictConfig, logger=None) -> CellResult:
     if method not in METHODS:
         raise DataError(f"method={method!r}; expected one of {sorted(METHODS)}")
     kg, split = build_split(cfg)
-    return METHODS[method](cfg, kg, split, logger)
+    result = METHODS[method](cfg, kg, split, logger)
+    # A split without edge years is random, which makes link prediction easier: say so on the run.
+    result.tags |= {"split": split.kind, "split_ties": split.ties}
+    result.metrics["split_dated_positives"] = float(split.dated)
+    return result
 
 
 def _labels(split: Split) -> tuple[np.ndarray, np.ndarray]:
@@ -189,8 +194,7 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
 def _reviewer(cfg: DictConfig, mode, split: Split):
     from hygrail.review.stage import Reviewer
 
-    return Reviewer(_plain(cfg.llm), mode, split.train_graph, split.relation, Path(cfg.paths.cache) / "llm.sqlite",
-                    int(cfg.seed))
+    return Reviewer(_plain(cfg.llm), mode, split.train_graph, split.relation, Path(cfg.paths.cache) / "llm", int(cfg.seed))
 
 
 def _hypotheses(part: pl.DataFrame, idx: np.ndarray, scores: np.ndarray | None) -> list[Hypothesis]:

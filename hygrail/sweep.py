@@ -82,7 +82,10 @@ def result_line(label: str, m: dict, run_id: str) -> str:
     line.append(f"method P/R/F1 {m['test_precision']:.3f}/{m['test_recall']:.3f}/{m['test_f1']:.3f} |")
     if "band_a" in m:
         line.append(f"band [{m['band_a']:.3f}, {m['band_b']:.3f}] routes {m['band_test_call_rate']:.1%} of test |")
-    line.append(f"LLM call rate {m['test_call_rate']:.1%} | MLflow run {run_id}")
+    line.append(f"LLM call rate {m['test_call_rate']:.1%}")
+    if m.get("test_routed_unreviewed"):  # a review budget: say how much of the band the LLM decided
+        line.append(f"(LLM reviewed {m['test_reviewed']:.0f} of {m['test_reviewed'] + m['test_routed_unreviewed']:.0f} routed)")
+    line.append(f"| MLflow run {run_id}")
     return " ".join(line)
 
 

@@ -241,6 +241,7 @@ class CellRun:
                 score_figure(result.predictions, result.band, result.gnn_threshold).savefig(
                     tmp / "score_distribution.png", dpi=120)
             with store(self.cfg.tracking) as mlflow:
+                mlflow.set_tags(result.tags)
                 mlflow.log_metrics({k: float(v) for k, v in result.metrics.items() if v is not None})
                 mlflow.log_artifacts(str(tmp))
 

@@ -247,3 +247,15 @@ def test_a_mode_can_decide_without_review_and_break_f1_down(tmp_path, server):
     assert m["test_by_tier_even_n"] == even.height
     tp = int(((even["pred"] == 1) & (even["label"] == 1)).sum())
     assert m["test_by_tier_even_recall"] == pytest.approx(tp / max(1, int(even["label"].sum())))
+
+
+def test_a_kg_without_years_gets_a_random_split_and_says_so(tmp_path, server, monkeypatch, caplog):
+    from hygrail import pipeline
+    from hygrail.kg import KG, NO_YEAR
+
+    load = pipeline.load_kg
+    monkeypatch.setattr(pipeline, "load_kg", lambda c: (kg := load(c)) and KG(
+        kg.schema, kg.nodes, kg.edges.with_columns(pl.lit(NO_YEAR).alias("year"))))
+    res = run_cell(_cfg(tmp_path, server.base_url, "method=gnn_only"))
+    assert res.tags == {"split": "random", "split_ties": "shuffle"} and res.metrics["split_dated_positives"] == 0
+    assert "split is RANDOM, not temporal" in caplog.text

@@ -90,6 +90,7 @@ def test_multirun_survives_a_down_server_and_resumes_only_failed_cells(tmp_path)
             assert m["band_a"] <= m["band_b"]
             assert m["llm_requests"] == m["val_reviewed"] + m["test_reviewed"]
             assert r.data.tags["method_label"] == "HyGRAIL-NE"
+            assert (r.data.tags["split"], r.data.tags["split_ties"]) == ("temporal", "shuffle")  # synthetic edges carry years
             names = {a.path for a in client.list_artifacts(r.info.run_id)}
             assert {"predictions.parquet", "evidence_samples.json", "score_distribution.png", "config.yaml"} <= names
             # live: open from before training to after the reviews, not a 0.1 s record written at the end
