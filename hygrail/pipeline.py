@@ -63,7 +63,8 @@ def run_cell(cfg: DictConfig, logger=None) -> CellResult:
     result = METHODS[method](cfg, kg, split, logger)
     # A split without edge years is random, which makes link prediction easier: say so on the run.
     result.tags |= {"split": split.kind, "split_ties": split.ties}
-    result.metrics["split_dated_positives"] = float(split.dated)
+    if split.dated is not None:
+        result.metrics["split_dated_positives"] = float(split.dated)
     return result
 
 
