@@ -74,7 +74,21 @@ def check_config(cfg: DictConfig) -> None:
             raise DataError(str(e)) from None
 
 
-TASKS = {"stats": stats, "run": run}
+def discover(cfg: DictConfig) -> dict:
+    """New hypotheses of one relation, ranked, reviewed and written up (hygrail/discovery)."""
+    from hygrail.discovery import options
+
+    options(cfg)  # discover.* errors before torch is imported (~5 s)
+    import torch
+
+    from hygrail.discovery.run import main as discover_main
+
+    torch.set_num_threads(int(cfg.threads))
+    check_config(cfg)
+    return discover_main(cfg)
+
+
+TASKS = {"stats": stats, "run": run, "discover": discover}
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")

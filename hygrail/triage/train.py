@@ -29,7 +29,7 @@ from hygrail.cache import DiskCache, content_key
 from hygrail.data.split import SPLITS, Split
 from hygrail.kg import KG, DataError
 from hygrail.triage.backbones import BACKBONES
-from hygrail.triage.features import hetero_graph, pair_features, target_edge_positions
+from hygrail.triage.features import BlockPairFeatures, hetero_graph, pair_features, target_edge_positions
 from hygrail.triage.module import TriageModule
 from hygrail.triage.routing import max_f1
 
@@ -106,15 +106,54 @@ class Scorer:
         with torch.no_grad():
             self.z = self.backbone.encode(module.graph)
 
-    @torch.no_grad()
     def __call__(self, src: np.ndarray, dst: np.ndarray, chunk: int = 1 << 16) -> np.ndarray:
+        return self.probability(self.logits(src, dst, chunk))
+
+    @torch.no_grad()
+    def logits(self, src: np.ndarray, dst: np.ndarray, chunk: int = 1 << 16) -> np.ndarray:
+        """float32 logits, prior included, of the pairs (src[i], dst[i]); ``probability`` of them
+        is the score."""
         src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
-        out = np.empty(len(src), dtype=np.float64)
+        out = np.empty(len(src), dtype=np.float32)
         for lo in range(0, len(src), chunk):
             b = pair_batch(self.kg, src[lo : lo + chunk], dst[lo : lo + chunk], None, self.backbone.uses_pair_features)
-            logits = self.backbone.decode(self.module.graph, self.z, b["src"], b["dst"], b.get("pair_feats"))
-            out[lo : lo + chunk] = torch.sigmoid(logits + self.module.prior_logit).double().numpy()
+            out[lo : lo + chunk] = self._logits(b["src"], b["dst"], b.get("pair_feats")).numpy()
         return out
+
+    def _logits(self, src: torch.Tensor, dst: torch.Tensor, pair_feats: torch.Tensor | None) -> torch.Tensor:
+        return self.backbone.decode(self.module.graph, self.z, src, dst, pair_feats) + self.module.prior_logit
+
+    @torch.no_grad()
+    def logit_block(self, src: np.ndarray, dst: np.ndarray, features: BlockPairFeatures | None = None,
+                    chunk: int = 1 << 16) -> np.ndarray:
+        """(S, D) float32 logits, prior included, of every pair (src[i], dst[j]); ``probability`` of
+        them equals ``self(np.repeat(src, D), np.tile(dst, S))`` reshaped. A ranking reads the
+        logits: near 1 the float32 scores saturate into ties. ``features``: a ``BlockPairFeatures``
+        over ``dst``, built once for many blocks (one is built here if the backbone needs it)."""
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        n = len(src) * len(dst)
+        feats = None
+        if self.backbone.uses_pair_features:
+            feats = torch.from_numpy((features or BlockPairFeatures(self.kg, dst))(src).reshape(n, -1))
+        pair_src, pair_dst = torch.from_numpy(np.repeat(src, len(dst))), torch.from_numpy(np.tile(dst, len(src)))
+        out = np.empty(n, dtype=np.float32)
+        for lo in range(0, n, chunk):
+            hi = lo + chunk
+            out[lo:hi] = self._logits(pair_src[lo:hi], pair_dst[lo:hi], None if feats is None else feats[lo:hi]).numpy()
+        return out.reshape(len(src), len(dst))
+
+    @staticmethod
+    def probability(logits: np.ndarray) -> np.ndarray:
+        """Scores in [0, 1] from ``logit_block``'s logits, computed as the trained model's are."""
+        return torch.sigmoid(torch.from_numpy(np.asarray(logits, dtype=np.float32))).double().numpy()
+
+    @torch.no_grad()
+    def states(self, nodes: np.ndarray, node_type: str) -> torch.Tensor:
+        """Encoder states of the given nodes (all of type ``node_type``), one row each."""
+        nodes = torch.as_tensor(np.asarray(nodes, dtype=np.int64))
+        if isinstance(self.z, dict):  # per-type states (HeteroConv, HGT), indexed by position within the type
+            return self.z[node_type][self.module.graph.local_index[nodes]]
+        return self.z[nodes]
 
 
 def load_scorer(split: Split, backbone_cfg: Mapping, seed: int, cache_dir: Path) -> Scorer:
