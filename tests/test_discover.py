@@ -18,7 +18,7 @@ from hygrail.data.csv import save_csv
 from hygrail.data.split import temporal_split
 from hygrail.discovery import retro
 from hygrail.discovery.run import discover, main
-from hygrail.discovery.scoring import GNNBlocks, PreferentialAttachment, walk
+from hygrail.discovery.scoring import GNNBlocks, PreferentialAttachment, two_stage, walk
 from hygrail.discovery.space import CandidateSpace, TopK, ranking
 from hygrail.kg import KG, DataError, Relation, Schema
 from hygrail.triage import train
@@ -83,6 +83,20 @@ def test_streamed_top_k_equals_brute_force(scorer):
     routed = order[r[order] == -1][:8]
     assert list(zip(w.routed.src, w.routed.dst)) == list(zip(src[routed], dst[routed]))
     np.testing.assert_allclose(w.scores, logits, rtol=1e-5, atol=1e-5)  # walk order = source-major listing
+
+
+def test_two_stages_with_the_whole_space_as_shortlist_are_exact(scorer):
+    """Stage two rescores the shortlist with the features carried from stage one: with every
+    candidate shortlisted, the head is the exhaustive one; region counts are sample estimates."""
+    space = CandidateSpace(scorer.kg, Relation("chm_apl", "CHM", "APL"))
+    gnn = GNNBlocks(scorer, space)
+    band = Band(0.2, 0.6, True, True)
+    exact = walk(space, gnn, 30, seed=2, block_pairs=90, band=band, probability=gnn.probability)
+    w = two_stage(gnn, space, 30, seed=2, block_pairs=90, shortlist=space.size, band=band, sample=500, partners=4)
+    assert list(zip(w.head.src, w.head.dst)) == list(zip(exact.head.src, exact.head.dst))
+    np.testing.assert_allclose(w.head.score, exact.head.score, rtol=1e-5, atol=1e-5)
+    assert w.estimated and sum(w.counts.values()) == pytest.approx(space.size, abs=3)
+    assert w.info["sample"] == 500 and 0 < w.info["surrogate_r2"] <= 1
 
 
 def test_same_type_space_has_each_unordered_pair_once_and_ties_break_by_hash():

@@ -73,7 +73,7 @@ def discover(cfg: DictConfig) -> Discovery:
     triage, metrics, _ = gnn_stage(cfg, known, split)
     from hygrail.triage.train import load_scorer
 
-    scorer = load_scorer(split, _plain(cfg.backbone), seed, Path(cfg.paths.cache) / "triage")
+    scorer = load_scorer(split, _plain(cfg.backbone), seed, Path(cfg.paths.cache) / "triage", int(d["encode_edges"]))
     band = Band(triage.band[0], triage.band[1], True, True)  # clipped cuts route exactly as the infinite ones
     space = CandidateSpace(known, relation)
     gnn = GNNBlocks(scorer, space)
@@ -272,6 +272,7 @@ def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float
     if "retro_future_edges" in metrics:
         facts["future edges (found after the cutoff)"] = (f"{int(metrics['retro_future_edges'])} reachable, "
                                                          f"{int(metrics['retro_future_unreachable'])} to entities new after it")
+        facts["HyGRAIL's list = the GNN's down to rank"] = f"{c['auto_accept']:,} (all above b*; the LLM reviews the band)"
     return {"title": f"HyGRAIL discovery: {rel.label} hypotheses ({cfg.data.name})", "lead": lead, "facts": facts}
 
 
