@@ -17,7 +17,7 @@ import polars as pl
 from omegaconf import DictConfig, OmegaConf
 
 from hygrail.data import load_kg
-from hygrail.data.split import Split, temporal_split
+from hygrail.data.split import Split, split_from_config
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import KG, DataError
 from hygrail.metrics import attribution, prf
@@ -31,6 +31,7 @@ class CellResult:
     samples: list[dict] = field(default_factory=list)  # evidence texts with LLM replies
     band: tuple[float, float] | None = None
     gnn_threshold: float | None = None
+    tags: dict[str, str] = field(default_factory=dict)  # e.g. split=temporal|partial|random
 
 
 def _plain(node) -> dict:
@@ -40,9 +41,7 @@ def _plain(node) -> dict:
 def build_split(cfg: DictConfig, kg: KG | None = None) -> tuple[KG, Split]:
     """The KG ``cfg.data`` names (or ``kg``, e.g. discovery's graph before a cutoff) and its split."""
     kg = load_kg(_plain(cfg.data)) if kg is None else kg
-    relation = kg.schema.relation(cfg.relation.name)
-    s = cfg.split
-    return kg, temporal_split(kg, relation, tuple(s.ratios), int(s.neg_ratio), int(s.seed))
+    return kg, split_from_config(kg, kg.schema.relation(cfg.relation.name), _plain(cfg.split))
 
 
 def review_order(scores: np.ndarray, candidates: np.ndarray, centre: float, budget: int | None, seed: int) -> np.ndarray:
@@ -62,7 +61,11 @@ def run_cell(cfg: DictConfig, logger=None) -> CellResult:
     if method not in METHODS:
         raise DataError(f"method={method!r}; expected one of {sorted(METHODS)}")
     kg, split = build_split(cfg)
-    return METHODS[method](cfg, kg, split, logger)
+    result = METHODS[method](cfg, kg, split, logger)
+    # A split without edge years is random, which makes link prediction easier: say so on the run.
+    result.tags |= {"split": split.kind, "split_ties": split.ties}
+    result.metrics["split_dated_positives"] = float(split.dated)
+    return result
 
 
 def _labels(split: Split) -> tuple[np.ndarray, np.ndarray]:
@@ -92,6 +95,10 @@ class Triage:
     route_val: np.ndarray  # 0 below a*, 1 above b*, -1 routed
     route_test: np.ndarray
 
+    def calibrated(self) -> dict[str, float]:
+        """The validation-calibrated quantities evidence rules may name (conf/evidence contradiction cuts)."""
+        return {"gnn_threshold": self.threshold, "band_low": self.band[0], "band_high": self.band[1]}
+
 
 def gnn_stage(cfg: DictConfig, kg: KG, split: Split, logger=None) -> tuple[Triage, dict, pl.DataFrame]:
     """Backbone scores (trained once per relation/backbone/seed, then cached), the GNN-only decision
@@ -102,6 +109,8 @@ def gnn_stage(cfg: DictConfig, kg: KG, split: Split, logger=None) -> tuple[Triag
     y_val = _labels(split)[0]
     scores = triage_scores(split, _plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage", progress=True,
                            logger=logger)
+    if logger is not None:  # the run links the trained model it used, trained now or cached
+        logger.log_hyperparams({"triage_key": scores.key, "triage_checkpoint": scores.checkpoint})
     threshold = f1_threshold(scores.val, y_val)
     metrics, predictions = _thresholded(kg, split, scores.val, scores.test, threshold, "gnn_")
     band = calibrate_band(scores.val, y_val, _plain(cfg.routing))
@@ -152,7 +161,7 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
         "test_band_reviewed_share": len(pick_test) / routed_test if routed_test else 1.0,
         "test_routed_unreviewed": routed_test - len(pick_test),
     }
-    mode = load_mode(_plain(cfg.evidence), _plain(cfg.relation)["templates"])
+    mode = load_mode(_plain(cfg.evidence), _plain(cfg.relation)["templates"], t.calibrated())
     with _reviewer(cfg, mode, split) as reviewer:
         rev_val = reviewer.review(_hypotheses(split.part("val"), pick_val, t.scores.val))
         rev_test = reviewer.review(_hypotheses(split.part("test"), pick_test, t.scores.test))
@@ -193,8 +202,7 @@ def val_gamma(r_val: np.ndarray, gnn_val: np.ndarray, y_val: np.ndarray, pick_va
 def _reviewer(cfg: DictConfig, mode, split: Split):
     from hygrail.review.stage import Reviewer
 
-    return Reviewer(_plain(cfg.llm), mode, split.train_graph, split.relation, Path(cfg.paths.cache) / "llm.sqlite",
-                    int(cfg.seed))
+    return Reviewer(_plain(cfg.llm), mode, split.train_graph, split.relation, Path(cfg.paths.cache) / "llm", int(cfg.seed))
 
 
 def _hypotheses(part: pl.DataFrame, idx: np.ndarray, scores: np.ndarray | None) -> list[Hypothesis]:

@@ -218,7 +218,7 @@ def test_discovery_with_a_cutoff_end_to_end(tmp_path, planted_future, monkeypatc
     seen, results = [], []  # every graph the evidence stage retrieves from; the Discovery itself
     real_retrieve, real_discover = nat.retrieve_many, run.discover
     monkeypatch.setattr(nat, "retrieve_many", lambda graph, *a, **k: seen.append(graph) or real_retrieve(graph, *a, **k))
-    monkeypatch.setattr(run, "discover", lambda cfg: results.append(real_discover(cfg)) or results[-1])
+    monkeypatch.setattr(run, "discover", lambda cfg, **kw: results.append(real_discover(cfg, **kw)) or results[-1])
     with ScriptedServer(default=Reply(ok_review("yes", 0.9, "Shared mechanism."))) as server:
         cfg = _cfg(tmp_path, "data=csv", f"data.path={folder}", "discover.cutoff=2020", url=server.base_url)
         main(cfg)
@@ -265,7 +265,8 @@ def test_discovery_with_a_cutoff_end_to_end(tmp_path, planted_future, monkeypatc
 
     mlflow.set_tracking_uri(cfg.tracking.uri)
     runs = mlflow.search_runs(experiment_names=["discover"], output_format="list")
-    assert len(runs) == 1 and runs[0].data.tags["task"] == "discover" and runs[0].data.tags["cutoff"] == "2020"
+    assert len(runs) == 1 and runs[0].info.status == "FINISHED"
+    assert runs[0].data.tags["task"] == "discover" and runs[0].data.tags["cutoff"] == "2020"
     assert runs[0].data.params["discover.top_k"] == "40" and runs[0].data.metrics["discover_reviewed"] == 5
     assert runs[0].data.metrics["retro_gnn_precision_at_10"] == retro_table["precision_at_10"][0]
     names = {a.path for a in mlflow.MlflowClient().list_artifacts(runs[0].info.run_id)}

@@ -13,6 +13,7 @@ are not candidates either); evidence comes from the same graph, as in ``task=run
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from dataclasses import dataclass, field
@@ -57,7 +58,9 @@ def default_out(cfg: DictConfig) -> Path:
     return Path(cfg.paths.outputs) / "discover" / str(cfg.relation.name) / (name + (f"-cutoff{d.cutoff}" if d.cutoff is not None else ""))
 
 
-def discover(cfg: DictConfig) -> Discovery:
+def discover(cfg: DictConfig, logger=None) -> Discovery:
+    """The discovery of one config (module docstring); ``logger``: a Lightning logger receiving the
+    triage training curves (if it trains)."""
     d = options(cfg)
     seed, top_k, cutoff = int(cfg.seed), int(d["top_k"]), d.get("cutoff")
     timer = {}
@@ -70,7 +73,7 @@ def discover(cfg: DictConfig) -> Discovery:
     else:
         known = kg
     _, split = build_split(cfg, known)
-    triage, metrics, _ = gnn_stage(cfg, known, split)
+    triage, metrics, _ = gnn_stage(cfg, known, split, logger)
     from hygrail.triage.train import load_scorer
 
     scorer = load_scorer(split, _plain(cfg.backbone), seed, Path(cfg.paths.cache) / "triage", int(d["encode_edges"]))
@@ -111,7 +114,7 @@ def discover(cfg: DictConfig) -> Discovery:
 
     # -- the ranked table --------------------------------------------------------------------------
     t0 = time.perf_counter()
-    table = build_table(cfg, split, triage.threshold, band, w, head_prob, reviewed, decisions)
+    table = build_table(cfg, split, triage, band, w, head_prob, reviewed, decisions)
     future = future_edges(kg, known, relation, cutoff) if cutoff is not None else None
     if future is not None:
         years = dict(zip(zip(future.src.tolist(), future.dst.tolist()), future.year.tolist()))
@@ -136,7 +139,7 @@ def discover(cfg: DictConfig) -> Discovery:
 def review(cfg: DictConfig, d: dict, split, triage, routed, gnn: GNNBlocks):
     """LLM review of the best routed candidates, gamma from the routed validation hypotheses (as in
     ``task=run``): (reviewed, decisions, gamma, metrics)."""
-    mode = load_mode(_plain(cfg.evidence), _plain(cfg.relation)["templates"])
+    mode = load_mode(_plain(cfg.evidence), _plain(cfg.relation)["templates"], triage.calibrated())
     y_val = split.part("val")["label"].to_numpy()
     r_val = triage.route_val
     gnn_val = (triage.scores.val >= triage.threshold).astype(int)
@@ -158,7 +161,7 @@ def review(cfg: DictConfig, d: dict, split, triage, routed, gnn: GNNBlocks):
     return reviewed, decisions, gamma, metrics
 
 
-def build_table(cfg: DictConfig, split, threshold: float, band: Band, w, head_prob: np.ndarray, reviewed: list,
+def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.ndarray, reviewed: list,
                 decisions: np.ndarray) -> pl.DataFrame:
     """The head (best ``top_k`` by GNN score) and every reviewed candidate, in HyGRAIL's order
     (``retro.hygrail_order``), with evidence for each row."""
@@ -180,7 +183,8 @@ def build_table(cfg: DictConfig, split, threshold: float, band: Band, w, head_pr
     score = np.array([rows[k]["score"] for k in keys])
     region = route(score, band)
     templates = _plain(cfg.relation)["templates"]
-    cards = Template(_plain(cfg.evidence) | {"mode": "template"}, templates).prepare(
+    threshold = triage.threshold
+    cards = Template(_plain(cfg.evidence) | {"mode": "template"}, templates, triage.calibrated()).prepare(
         graph, split.relation, [Hypothesis(int(s), int(t), float(p)) for s, t, p in zip(src, dst, score)])
     records = []
     for k, reg, card in zip(keys, region, cards):
@@ -314,38 +318,48 @@ def precision_figure(curves: dict[str, np.ndarray], title: str):
     return fig
 
 
-def log_run(cfg: DictConfig, result: Discovery) -> str:
-    """One MLflow run per discovery, in experiment ``discover.experiment``: the cell's config plus
-    ``discover.*`` as params, the metrics, and the report folder as artifacts."""
+def log_result(cfg: DictConfig, result: Discovery) -> None:
+    """Into the open discovery run: ``discover.*`` as params, the metrics, the report as artifacts."""
     from hygrail import tracking
 
-    t = cfg.tracking
-    params = tracking.flatten(tracking.cell_config(cfg) | {"discover": _plain(cfg.discover)})
-    tags = {"task": "discover", "data": str(cfg.data.name), "relation": str(cfg.relation.name),
-            "backbone": str(cfg.backbone.name), "llm": str(cfg.llm.name), "evidence": str(cfg.evidence.mode),
-            "cutoff": str(cfg.discover.cutoff)}
-    name = "/".join(["discover", tags["relation"], tags["backbone"], tags["llm"], tags["evidence"]])
-    with tracking.store(t.uri, Path(t.lock)) as mlflow:
-        exp = tracking.experiment_id(mlflow, str(cfg.discover.experiment), Path(t.artifacts))
-        with mlflow.start_run(experiment_id=exp, run_name=name, tags=tags) as run:
-            mlflow.log_params(params)
-            mlflow.log_metrics({k: float(v) for k, v in result.metrics.items() if v is not None and np.isfinite(v)})
-            mlflow.log_artifacts(str(result.out))
-    return run.info.run_id
+    with tracking.store(cfg.tracking) as mlflow:
+        mlflow.set_tags({"task": "discover", "cutoff": str(cfg.discover.cutoff)})
+        mlflow.log_params(tracking.flatten({"discover": _plain(cfg.discover)}))
+        mlflow.log_metrics({k: float(v) for k, v in result.metrics.items() if v is not None and np.isfinite(v)})
+        mlflow.log_artifacts(str(result.out))
 
 
 def main(cfg: DictConfig) -> dict:
-    """The Hydra task: discover, write the report, log it, say where it is."""
-    result = discover(cfg)
-    out = write_report(result)
-    run_id = log_run(cfg, result)
+    """The Hydra task (``task=discover``): one MLflow run in experiment ``discover.experiment``, live
+    from start to end as a task=run cell's (``tracking.cell_run``: FAILED with the reason if it
+    fails), holding the report; prints where the report is."""
+    import torch
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from hygrail import tracking
+    from hygrail.sweep import check_config
+
+    sweep = None
+    if HydraConfig.initialized():
+        hc = HydraConfig.get()
+        sweep = hc.sweep.dir if hc.mode == RunMode.MULTIRUN else hc.run.dir
+    run_cfg = copy.deepcopy(cfg)
+    run_cfg.tracking.experiment = cfg.discover.experiment
+    with tracking.cell_run(run_cfg, sweep) as cell:
+        if cfg.discover.review_budget.candidates:  # an unreachable LLM server fails in seconds, before any training
+            check_config(cfg)
+        torch.set_num_threads(int(cfg.threads))
+        result = discover(cfg, logger=cell.logger())
+        out = write_report(result)
+        log_result(run_cfg, result)
     m = result.metrics
     n_acc = int((result.table["verdict"] == "accept").sum())
     print(f"{cfg.relation.name} {cfg.backbone.name} discovery: {int(m['discover_candidates']):,} candidates, "
           f"{n_acc} of the {result.table.height} listed accepted, {int(m.get('discover_reviewed', 0))} reviewed by "
-          f"{cfg.llm.name} | MLflow run {run_id} (experiment {cfg.discover.experiment})")
+          f"{cfg.llm.name} | MLflow run {cell.run_id} (experiment {cfg.discover.experiment})")
     if result.retro is not None:
         print(result.retro.select("method", "precision_at_10", "precision_at_100", "recall_at_1000",
                                   "average_precision"))
-    print(f"report: {out.resolve() / 'index.html'} (also hypotheses.md, hypotheses.csv, hypotheses.parquet)")
-    return {k: float(v) for k, v in m.items()}
+    print(f"report: {out.resolve() / 'index.html'} (also hypotheses.md, hypotheses.csv, hypotheses.parquet)", flush=True)
+    return {"status": "finished", "cell": f"discover {cfg.relation.name} {cfg.backbone.name}", "run_id": cell.run_id}
