@@ -72,7 +72,10 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
         known = kg.until(cutoff)
     else:
         known = kg
-    _, split = build_split(cfg, known)
+    try:
+        _, split = build_split(cfg, known)
+    except DataError as e:  # e.g. too few edges known by an early cutoff to split
+        raise DataError(f"discover.cutoff={cutoff}: {e}" if cutoff is not None else str(e)) from None
     triage, metrics, _ = gnn_stage(cfg, known, split, logger)
     from hygrail.triage.train import load_scorer
 
