@@ -277,10 +277,12 @@ def test_discovery_with_a_cutoff_end_to_end(tmp_path, planted_future, monkeypatc
     ("discover.top_k=0", "discover.top_k=0"),
     ("discover.cutoff=1980", "discover.cutoff=1980 is before the first dated edge"),
     ("discover.review_budget.candidates=-1", "discover.review_budget.candidates=-1"),
+    ("discover.shortlist=5000", "discover.cutoff=2020 with discover.shortlist=5000"),
 ])
 def test_bad_options_are_one_line_data_errors(tmp_path, override, option):
+    extra = ["discover.cutoff=2020"] if "shortlist" in override else []
     with pytest.raises(DataError, match=option.replace("*", r"\*")):
-        discover(_cfg(tmp_path, override))
+        discover(_cfg(tmp_path, override, *extra))
 
 
 def test_a_cutoff_on_a_kg_without_years_names_the_option(tmp_path):

@@ -72,6 +72,16 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
         known = kg.until(cutoff)
     else:
         known = kg
+    space = CandidateSpace(known, relation)
+    if cutoff is not None and space.size > int(d["eval_max_pairs"]):
+        raise DataError(f"discover.cutoff={cutoff}: the retrospective evaluation keeps every candidate's score per "
+                        f"method; {space.size:,} candidates exceed discover.eval_max_pairs={d['eval_max_pairs']:,} "
+                        f"(use a subgraph: data.subgraph_nodes)")
+    short = d.get("shortlist")
+    exact = short is None or (short == "auto" and space.size <= int(d["exact_max_pairs"]))
+    if cutoff is not None and not exact:
+        raise DataError(f"discover.cutoff={cutoff} with discover.shortlist={short}: retrospective evaluation ranks "
+                        f"every candidate exactly; set discover.shortlist=null")
     try:
         _, split = build_split(cfg, known)
     except DataError as e:  # e.g. too few edges known by an early cutoff to split
@@ -81,22 +91,16 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
 
     scorer = load_scorer(split, _plain(cfg.backbone), seed, Path(cfg.paths.cache) / "triage", int(d["encode_edges"]))
     band = Band(triage.band[0], triage.band[1], True, True)  # clipped cuts route exactly as the infinite ones
-    space = CandidateSpace(known, relation)
     gnn = GNNBlocks(scorer, space)
     timer["prepare"] = time.perf_counter() - t0
 
     # -- triage of the whole space --------------------------------------------------------------
     t0 = time.perf_counter()
-    short = d.get("shortlist")
-    exact = short is None or (short == "auto" and space.size <= int(d["exact_max_pairs"]))
     n_cand = int(d["review_budget"]["candidates"])
     if exact:
         w = walk(space, gnn, top_k, seed, int(d["block_pairs"]), band, gnn.probability, routed_k=n_cand,
                  keep=cutoff is not None, desc=f"score {space.size:,} candidates")
     else:
-        if cutoff is not None:
-            raise DataError(f"discover.cutoff={cutoff} with discover.shortlist={short}: retrospective evaluation ranks "
-                            f"every candidate exactly; set discover.shortlist=null (or use a smaller graph)")
         size = int(d["shortlist_auto"]) if short == "auto" else int(short)
         w = two_stage(gnn, space, top_k, seed, int(d["block_pairs"]), max(size, top_k), band, routed_k=n_cand,
                       sample=int(d["surrogate_sample"]))
@@ -223,9 +227,6 @@ def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.nda
 def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlocks, band: Band, w, reviewed: list,
              decisions: np.ndarray, future, n_nodes: int):
     """Precision@K, recall@K and AP of the four rankings over the whole candidate space (``retro``)."""
-    if space.size > int(d["eval_max_pairs"]):
-        raise DataError(f"discover.cutoff: the retrospective evaluation keeps every candidate's score per method; "
-                        f"{space.size:,} candidates exceed discover.eval_max_pairs={d['eval_max_pairs']:,}")
     seed, block = int(cfg.seed), int(d["block_pairs"])
     src, dst = space.pairs(block)
     labels = labels_of(src, dst, future, n_nodes, space.same_type)
