@@ -36,8 +36,8 @@ class CandidateSpace:
     def __init__(self, kg: KG, relation: Relation):
         self.kg, self.relation = kg, relation
         known = kg.degree > 0
-        self.src = kg.nodes_of_type(relation.src)[known[kg.nodes_of_type(relation.src)]]
-        self.dst = kg.nodes_of_type(relation.dst)[known[kg.nodes_of_type(relation.dst)]]
+        src, dst = kg.nodes_of_type(relation.src), kg.nodes_of_type(relation.dst)
+        self.src, self.dst = src[known[src]], dst[known[dst]]
         self.same_type = relation.src == relation.dst
         n_pairs = len(self.src) * (len(self.src) - 1) // 2 if self.same_type else len(self.src) * len(self.dst)
         self.size = n_pairs - kg.relation_edges(relation).height  # an edge's two ends are known nodes
