@@ -93,15 +93,20 @@ def test_baseline_cells_run_through_the_sweep(tmp_path):
     assert "KG-FM: method P/R/F1" in kgfm.stdout and "LLM call rate 100.0%" in kgfm.stdout
 
 
-def test_an_unreachable_llm_server_is_one_line_and_logs_no_run(tmp_path):
+def test_an_unreachable_llm_server_fails_before_training_in_one_line_as_a_failed_run(tmp_path):
     import socket
+
+    import mlflow
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"  # closed once the block ends
-    proc = _sweep("method=kgfm", "llm=scripted", f"llm.base_url={url}", "llm.max_retries=0", "method.cap.val=4",
-                  "method.cap.test=4", "data.scale=0.5", "tracking.experiment=cli_down", tmp_path=tmp_path)
+    proc = _sweep("method=hygrail", "llm=scripted", f"llm.base_url={url}", "data.scale=0.5",
+                  "tracking.experiment=cli_down", tmp_path=tmp_path)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"error: llm scripted at {url}: 4 of 4 calls got no reply"), last
-    assert "cli_down" not in proc.stdout  # no result line: the cell was not logged as finished
+    assert last.startswith(f"error: llm scripted: no server reachable at {url} (ConnectError"), last
+    assert "train " not in proc.stderr  # probed before any training
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    [run] = mlflow.search_runs([mlflow.get_experiment_by_name("cli_down").experiment_id], output_format="list")
+    assert run.info.status == "FAILED" and run.data.tags["failure"] == last.removeprefix("error: ")

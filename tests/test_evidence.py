@@ -601,7 +601,7 @@ def test_cli_prints_evidence_and_text(matkg_schema, tmp_path, capsys):
     assert "Hypothesis: The material n0 can be effectively used for n30." in out
     with ScriptedServer(default=Reply("Graph evidence: n0 and n30 share nothing notable.")) as server:
         main([*data, "--left", "n0", "--right", "n30", "--evidence", "llm", "--llm", "scripted",
-              f"llm.base_url={server.base_url}", "--cache", str(tmp_path / "llm.sqlite")])
+              f"llm.base_url={server.base_url}", "--cache", str(tmp_path / "llm")])
         assert server.count == 1 and "You summarise" in server.requests[0]["messages"][0]["content"]
     assert "Graph evidence: n0 and n30 share nothing notable." in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no node 'nope' of type CHM"):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--relation", default="chm_apl", help="conf/relation option")
     ap.add_argument("--evidence", default="template", help="conf/evidence option (none, template, llm, ...)")
     ap.add_argument("--llm", help="conf/llm option that runs the mode's LLM pre-stages (e.g. embedded)")
-    ap.add_argument("--cache", type=Path, default=Path("outputs/cache/llm.sqlite"), help="reply cache for --llm")
+    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("HYGRAIL_OUTPUTS", "outputs")) / "cache" / "llm", help="reply cache for --llm (the sweep's)")
     ap.add_argument("--left", help="name of the left (relation source) entity")
     ap.add_argument("--right", help="name of the right (relation target) entity")
     ap.add_argument("--sample", type=int, default=3, help="random test hypotheses when no names are given")
