@@ -158,7 +158,7 @@ def review_setup(overrides: list[str], outputs: str, threads: int, n: int) -> tu
     test = split.part("test")
     rows = np.random.default_rng(0).choice(test.height, n + 1, replace=False)
     hyps = [Hypothesis(int(test["src"][int(i)]), int(test["dst"][int(i)])) for i in rows]
-    prepared = mode.prepare(split.train_graph, split.relation, hyps)
+    prepared = mode.prepare(split.train_graph, split.relation, hyps, None)
     return llm, examples, [ReviewRequest(p.statement, p.text) for p in prepared]
 
 
@@ -257,11 +257,12 @@ def bench_band(n: int, threads: int, overrides: list[str], outputs: str, seed: i
           f"{len(band['test'])} test routed, {int(y_all.sum())} positives; sample {len(picked)} "
           f"(all positives + {len(picked) - int(y_all.sum())} random negatives, seed {seed}); {load()}")
     llm = embedded_cfg(cfg, threads) if cfg.llm.get("embedded") else OmegaConf.to_container(cfg.llm, resolve=True)
-    mode = load_mode(OmegaConf.to_container(cfg.evidence, resolve=True), OmegaConf.to_container(cfg.relation.templates))
+    mode = load_mode(OmegaConf.to_container(cfg.evidence, resolve=True), OmegaConf.to_container(cfg.relation.templates),
+                     t.calibrated())  # the cell's validation-calibrated cuts, as run_hygrail passes them
     fewshot = choose(split, llm.get("fewshot"), int(cfg.seed))
     y, judge, gnn, where = [], [], [], []
     t0 = time.perf_counter()
-    with Reviewer(llm, mode, split.train_graph, split.relation, Path(outputs) / "cache" / "llm.sqlite", int(cfg.seed),
+    with Reviewer(llm, mode, split.train_graph, split.relation, Path(outputs) / "cache" / "llm", int(cfg.seed),
                   fewshot) as reviewer:
         for name, (_, scores) in parts.items():
             reviewed = reviewer.review(_hypotheses(split.part(name), pick[name], scores))

@@ -17,7 +17,7 @@ import polars as pl
 from omegaconf import DictConfig, OmegaConf
 
 from hygrail.data import load_kg
-from hygrail.data.split import Split, temporal_split
+from hygrail.data.split import Split, split_from_config
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import KG, DataError
 from hygrail.metrics import attribution, prf
@@ -31,17 +31,17 @@ class CellResult:
     samples: list[dict] = field(default_factory=list)  # evidence texts with LLM replies
     band: tuple[float, float] | None = None
     gnn_threshold: float | None = None
+    tags: dict[str, str] = field(default_factory=dict)  # e.g. split=temporal|partial|random
 
 
 def _plain(node) -> dict:
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else dict(node)
 
 
-def build_split(cfg: DictConfig) -> tuple[KG, Split]:
-    kg = load_kg(_plain(cfg.data))
-    relation = kg.schema.relation(cfg.relation.name)
-    s = cfg.split
-    return kg, temporal_split(kg, relation, tuple(s.ratios), int(s.neg_ratio), int(s.seed))
+def build_split(cfg: DictConfig, kg: KG | None = None) -> tuple[KG, Split]:
+    """The KG ``cfg.data`` names (or ``kg``, e.g. discovery's graph before a cutoff) and its split."""
+    kg = load_kg(_plain(cfg.data)) if kg is None else kg
+    return kg, split_from_config(kg, kg.schema.relation(cfg.relation.name), _plain(cfg.split))
 
 
 REVIEW_ORDERS = ("ambiguous", "random")
@@ -76,7 +76,12 @@ def run_cell(cfg: DictConfig, logger=None) -> CellResult:
     if method not in METHODS:
         raise DataError(f"method={method!r}; expected one of {sorted(METHODS)}")
     kg, split = build_split(cfg)
-    return METHODS[method](cfg, kg, split, logger)
+    result = METHODS[method](cfg, kg, split, logger)
+    # A split without edge years is random, which makes link prediction easier: say so on the run.
+    result.tags |= {"split": split.kind, "split_ties": split.ties}
+    if split.dated is not None:
+        result.metrics["split_dated_positives"] = float(split.dated)
+    return result
 
 
 def _labels(split: Split) -> tuple[np.ndarray, np.ndarray]:
@@ -106,6 +111,10 @@ class Triage:
     route_val: np.ndarray  # 0 below a*, 1 above b*, -1 routed
     route_test: np.ndarray
 
+    def calibrated(self) -> dict[str, float]:
+        """The validation-calibrated quantities evidence rules may name (conf/evidence contradiction cuts)."""
+        return {"gnn_threshold": self.threshold, "band_low": self.band[0], "band_high": self.band[1]}
+
 
 def gnn_stage(cfg: DictConfig, kg: KG, split: Split, logger=None) -> tuple[Triage, dict, pl.DataFrame]:
     """Backbone scores (trained once per relation/backbone/seed, then cached), the GNN-only decision
@@ -116,6 +125,8 @@ def gnn_stage(cfg: DictConfig, kg: KG, split: Split, logger=None) -> tuple[Triag
     y_val = _labels(split)[0]
     scores = triage_scores(split, _plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage", progress=True,
                            logger=logger)
+    if logger is not None:  # the run links the trained model it used, trained now or cached
+        logger.log_hyperparams({"triage_key": scores.key, "triage_checkpoint": scores.checkpoint})
     threshold = f1_threshold(scores.val, y_val)
     metrics, predictions = _thresholded(kg, split, scores.val, scores.test, threshold, "gnn_")
     band = calibrate_band(scores.val, y_val, _plain(cfg.routing))
@@ -166,7 +177,7 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
         "test_band_reviewed_share": len(pick_test) / routed_test if routed_test else 1.0,
         "test_routed_unreviewed": routed_test - len(pick_test),
     }
-    mode = load_mode(_plain(cfg.evidence), _plain(cfg.relation)["templates"])
+    mode = load_mode(_plain(cfg.evidence), _plain(cfg.relation)["templates"], t.calibrated())
     with _reviewer(cfg, mode, split) as reviewer:
         rev_val = reviewer.review(_hypotheses(split.part("val"), pick_val, t.scores.val))
         rev_test = reviewer.review(_hypotheses(split.part("test"), pick_test, t.scores.test))
@@ -175,13 +186,7 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
     check_failures([r.result for r in rev_val + rev_test], float(cfg.method.get("max_review_failure_rate", 1.0)),
                    cfg.llm.name, cache)
     on_failure, rule = cfg.method.get("on_failure", "fallback"), cfg.llm.get("decision", "paper")
-    # gamma maximises validation F1 of the whole decision: unreviewed val rows keep their decisions.
-    base_val = np.where(r_val == -1, gnn_val, r_val)
-    rest = np.ones(len(y_val), bool)
-    rest[pick_val] = False
-    c = prf(y_val[rest], base_val[rest])
-    gamma = choose_gamma(rev_val, y_val[pick_val], gnn_val[pick_val], on_failure,
-                         base_counts=(int(c["tp"]), int(c["fp"]), int(c["fn"])), rule=rule)
+    gamma = val_gamma(r_val, gnn_val, y_val, pick_val, rev_val, on_failure, rule)
     final_val = _combine(r_val, gnn_val, pick_val, decide(rev_val, gamma, gnn_val[pick_val], on_failure, rule))
     final_test = _combine(r_test, gnn_test, pick_test, decide(rev_test, gamma, gnn_test[pick_test], on_failure, rule))
     region_test = regions(r_test, pick_test)
@@ -197,14 +202,27 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
     return CellResult(metrics, predictions, samples, t.band, t.threshold)
 
 
+def val_gamma(r_val: np.ndarray, gnn_val: np.ndarray, y_val: np.ndarray, pick_val: np.ndarray, rev_val: list,
+              on_failure: str, rule: str = "paper") -> float:
+    """gamma maximising validation F1 of the whole decision: the reviewed hypotheses (``pick_val``)
+    by the review rule (``llm.decision``), every other one at its fixed decision (0 / 1 outside the band, the GNN-only
+    decision for routed ones over the budget)."""
+    base_val = np.where(r_val == -1, gnn_val, r_val)
+    rest = np.ones(len(y_val), bool)
+    rest[pick_val] = False
+    c = prf(y_val[rest], base_val[rest])
+    return choose_gamma(rev_val, y_val[pick_val], gnn_val[pick_val], on_failure,
+                        base_counts=(int(c["tp"]), int(c["fp"]), int(c["fn"])), rule=rule)
+
+
 def _reviewer(cfg: DictConfig, mode, split: Split):
     from hygrail.review.fewshot import choose
     from hygrail.review.stage import Reviewer
 
     # Few-shot examples: training pairs only, fixed per (relation, seed) whatever is reviewed.
     fewshot = choose(split, _plain(cfg.llm.fewshot) if cfg.llm.get("fewshot") else None, int(cfg.seed))
-    return Reviewer(_plain(cfg.llm), mode, split.train_graph, split.relation, Path(cfg.paths.cache) / "llm.sqlite",
-                    int(cfg.seed), fewshot)
+    return Reviewer(_plain(cfg.llm), mode, split.train_graph, split.relation, Path(cfg.paths.cache) / "llm", int(cfg.seed),
+                    fewshot)
 
 
 def _hypotheses(part: pl.DataFrame, idx: np.ndarray, scores: np.ndarray | None) -> list[Hypothesis]:

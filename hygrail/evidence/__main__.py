@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -71,13 +72,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--relation", default="chm_apl", help="conf/relation option")
     ap.add_argument("--evidence", default="template", help="conf/evidence option (none, template, llm, ...)")
     ap.add_argument("--llm", help="conf/llm option that runs the mode's LLM pre-stages (e.g. embedded)")
-    ap.add_argument("--cache", type=Path, default=Path("outputs/cache/llm.sqlite"), help="reply cache for --llm")
+    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("HYGRAIL_OUTPUTS", "outputs")) / "cache" / "llm", help="reply cache for --llm (the sweep's)")
     ap.add_argument("--left", help="name of the left (relation source) entity")
     ap.add_argument("--right", help="name of the right (relation target) entity")
     ap.add_argument("--sample", type=int, default=3, help="random test hypotheses when no names are given")
     ap.add_argument("--seed", type=int, default=0, help="seeds the random sample of hypotheses")
     ap.add_argument("--split-seed", type=int, default=42, help="the sweep's split seed, so the training graph is the same")
     ap.add_argument("--score", type=float, help="GNN score to show in the text")
+    ap.add_argument("--gnn-threshold", type=float,
+                    help="the cell's validation GNN threshold: enables the GNN-score contradiction sentence")
     ap.add_argument("--json", action="store_true", help="also print the structured evidence")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. evidence.k=8 data.path=/data/matkg")
     args = ap.parse_intermixed_args(argv)
@@ -91,7 +94,8 @@ def main(argv: list[str] | None = None) -> None:
         hypotheses = pick(split, kg, args)
     except DataError as e:
         sys.exit(f"error: {e}")
-    mode = load_mode(OmegaConf.to_container(cfg.evidence), OmegaConf.to_container(cfg.relation.templates))
+    calibrated = None if args.gnn_threshold is None else {"gnn_threshold": args.gnn_threshold}
+    mode = load_mode(OmegaConf.to_container(cfg.evidence), OmegaConf.to_container(cfg.relation.templates), calibrated)
     hyps = [Hypothesis(u, v, args.score) for u, v, _ in hypotheses]
     if not mode.uses_llm:
         prepared = mode.prepare(split.train_graph, relation, hyps, None)

@@ -63,8 +63,11 @@ class EvidenceMode:
     uses_llm = False  # whether prepare() makes LLM calls of its own (pre-stages)
     breakdown: tuple[str, ...] = ()  # info keys whose values get their own test F1 in the cell's metrics
 
-    def __init__(self, cfg: Mapping, templates: Mapping):
+    def __init__(self, cfg: Mapping, templates: Mapping, calibrated: Mapping[str, float] | None = None):
+        # calibrated: the cell's validation-calibrated triage quantities (gnn_threshold, band_low,
+        # band_high) that evidence rules may name, e.g. the GNN-score contradiction cuts
         self.cfg, self.templates = dict(cfg), dict(templates)
+        self.calibrated = dict(calibrated) if calibrated else None
 
     @property
     def name(self) -> str:
@@ -82,8 +85,9 @@ class EvidenceMode:
                 "evidence_skipped": float(sum(p.skip is not None for p in prepared))}
 
 
-def load_mode(cfg: Mapping, templates: Mapping) -> EvidenceMode:
-    """The evidence mode a ``conf/evidence/*.yaml`` (or KG-FM's ``method.context``) names."""
+def load_mode(cfg: Mapping, templates: Mapping, calibrated: Mapping[str, float] | None = None) -> EvidenceMode:
+    """The evidence mode a ``conf/evidence/*.yaml`` (or KG-FM's ``method.context``) names;
+    ``calibrated``: the cell's validation-calibrated triage quantities (``EvidenceMode.__init__``)."""
     from hydra.utils import get_class
 
     path = cfg.get("strategy")
@@ -94,4 +98,4 @@ def load_mode(cfg: Mapping, templates: Mapping) -> EvidenceMode:
                         f"EvidenceMode class, e.g. hygrail.evidence.naturalize.Template") from None
     if not (isinstance(cls, type) and issubclass(cls, EvidenceMode)):
         raise DataError(f"evidence.strategy={path!r} is not an EvidenceMode class")
-    return cls(cfg, templates)
+    return cls(cfg, templates, calibrated)

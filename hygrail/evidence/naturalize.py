@@ -58,13 +58,14 @@ def render(
     templates: Mapping,
     score: float | None = None,
     cfg: Mapping | None = None,
+    calibrated: Mapping[str, float] | None = None,
 ) -> str:
     """Text for one hypothesis in mode ``none`` or ``template`` (mode ``llm`` needs the chat client:
     ``LLMNaturalization``)."""
     if mode == "none":
         return hypothesis(evidence, templates)
     if mode == "template":
-        return compose(evidence, templates, template_sentences(evidence, templates, score, cfg), score)
+        return compose(evidence, templates, template_sentences(evidence, templates, score, cfg, calibrated), score)
     if mode == "llm":
         raise ValueError("evidence mode 'llm' needs a chat client: use LLMNaturalization.prepare")
     raise ValueError(f"evidence mode {mode!r}; expected one of {', '.join(MODES)}")
@@ -121,7 +122,8 @@ def contradiction_text(f: Finding, t: Mapping) -> str:
     return t["contradictions"][f.kind].format(**d)
 
 
-def template_sentences(ev: Evidence, t: Mapping, score: float | None, cfg: Mapping | None) -> list[str]:
+def template_sentences(ev: Evidence, t: Mapping, score: float | None, cfg: Mapping | None,
+                       calibrated: Mapping[str, float] | None = None) -> list[str]:
     out = [feature_sentence(ev, ev.left.name, f, t["left_features"]) for f in ev.left.features]
     out += [feature_sentence(ev, ev.right.name, f, t["right_features"]) for f in ev.right.features]
     if ev.paths:
@@ -130,7 +132,7 @@ def template_sentences(ev: Evidence, t: Mapping, score: float | None, cfg: Mappi
         out.append(sentence(t["no_path"].format(left=ev.left.name, right=ev.right.name)))
     if ev.convergence:
         out.append(sentence(t["convergence"].format(mechanisms="; ".join(mechanisms(f) for f in ev.convergence))))
-    found = ev.contradictions + (score_contradictions(ev, score, cfg) if cfg is not None else [])
+    found = ev.contradictions + (score_contradictions(ev, score, cfg, calibrated) if cfg is not None else [])
     return out + contradiction_sentences(found, t)
 
 
@@ -170,11 +172,12 @@ def naturalize_messages(ev: Evidence, t: Mapping, prompt: Mapping = NATURALIZE_P
 
 
 def wrap_summary(
-    evidence: Evidence, templates: Mapping, summary: str, score: float | None = None, cfg: Mapping | None = None
+    evidence: Evidence, templates: Mapping, summary: str, score: float | None = None, cfg: Mapping | None = None,
+    calibrated: Mapping[str, float] | None = None,
 ) -> str:
     """An LLM summary in Table 9's overall format (hypothesis, header, score). Contradictions against
     the GNN score are added after it as in template mode, since the naturalizer never sees the score."""
-    extra = score_contradictions(evidence, score, cfg) if cfg is not None else []
+    extra = score_contradictions(evidence, score, cfg, calibrated) if cfg is not None else []
     return compose(evidence, templates, [summary.strip(), *contradiction_sentences(extra, templates)], score)
 
 
@@ -198,7 +201,7 @@ class Template(EvidenceMode):
         return [self.template(ev, h) for ev, h in zip(retrieve_many(graph, relation, hyps, self.cfg), hyps)]
 
     def template(self, ev: Evidence, h: Hypothesis, fallback: bool = False) -> Prepared:
-        text = render(ev, "template", self.templates, h.score, self.cfg)
+        text = render(ev, "template", self.templates, h.score, self.cfg, self.calibrated)
         return Prepared(hypothesis(ev, self.templates), text, ev.to_dict(), fallback=fallback)
 
 
@@ -216,6 +219,6 @@ class LLMNaturalization(Template):
             if summary is None:
                 out.append(self.template(ev, h, fallback=True))
             else:
-                text = wrap_summary(ev, self.templates, summary, h.score, self.cfg)
+                text = wrap_summary(ev, self.templates, summary, h.score, self.cfg, self.calibrated)
                 out.append(Prepared(hypothesis(ev, self.templates), text, ev.to_dict()))
         return out
