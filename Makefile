@@ -28,7 +28,7 @@ $(VENV)/.model: $(VENV)/.installed
 
 setup: $(VENV)/.installed ## create .venv and install the project (skipped when done)
 
-run: $(VENV)/.model ## the embedded default: GNN-only vs HyGRAIL-Auto on synthetic MatKG, CPU only
+run: $(VENV)/.model ## the embedded default: GNN-only vs HyGRAIL-NE on synthetic MatKG, CPU only
 	$(PYTHON) -m hygrail.sweep -m experiment=default_run
 	@# --latest: default_run is a scratch experiment; a rerun with other settings replaces the table rows
 	$(PYTHON) -m hygrail.report --experiment default_run --latest --out $(OUT)/report/default_run

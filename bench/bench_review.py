@@ -6,18 +6,17 @@
 2. Embedded Qwen2.5-Coder-1.5B (if its chunk packages are installed), `make run`'s judge
    (conf/experiment/default_run.yaml: its evidence mode and few-shot prefix, built from the split's
    training pairs) on test hypotheses of its split: median seconds per review and new (not
-   prefix-cached) prompt tokens per review; target <= 3.5 s on 2 cores. ``--compare`` interleaves the
-   same hypotheses with the paper's template evidence on two more servers, under the new settings
-   (verdict only, 4 template examples) and the previous ones (a reasoning sentence, no examples,
-   llama.cpp's default polling), so speed-ups are measured under the same load even when a shared
-   machine inflates the absolute seconds.
+   prefix-cached) prompt tokens per review; target <= 3.5 s on 2 cores. ``--compare`` then reviews the
+   same hypotheses with the paper's template evidence under the new settings (verdict only, 4
+   template examples) and the previous ones (a reasoning sentence, no examples, llama.cpp's default
+   polling), one server after the other, and prints the per-review speed-up with the load of each.
 3. ``--band N``: the embedded judge on N routed CHM-APL hypotheses of `make run`'s cell (val and
    test; every band positive plus a seeded random sample of band negatives: a class-stratified
    sample, on which AUC is unbiased): the judge's ranking AUC (P(yes)) beside the GNN score's on the
    same hypotheses, with a paired bootstrap interval of the difference. Goal: judge >= GNN + 0.10.
    Replies are cached under --outputs, so a rerun costs seconds.
 
-    .venv/bin/python bench/bench_review.py [--embedded-n 12] [--compare] [--skip-embedded] [--threads 2]
+    .venv/bin/python bench/bench_review.py [--embedded-n 12] [--compare] [--skip-embedded] [--threads N]
     .venv/bin/python bench/bench_review.py --skip-scripted --skip-embedded --band 200 [llm.fewshot.n=0 ...]
 """
 
@@ -133,9 +132,10 @@ def run_config(overrides: list[str], outputs: str):
                                             *overrides])
 
 
-def embedded_cfg(cfg, threads: int) -> dict:
+def embedded_cfg(cfg, threads: int | None) -> dict:
     llm = OmegaConf.to_container(cfg.llm, resolve=True)
-    llm["embedded"]["threads"] = threads
+    if threads:  # else the config's (make run's: 1)
+        llm["embedded"]["threads"] = threads
     return llm
 
 
@@ -164,7 +164,9 @@ def review_setup(overrides: list[str], outputs: str, threads: int, n: int) -> tu
 
 def bench_embedded(n: int, threads: int, compare: bool, overrides: list[str], outputs: str) -> None:
     """Seconds per review of `make run`'s judge (and with ``compare`` the template evidence under the
-    new and the previous settings), one review at a time, interleaved across servers."""
+    new and the previous settings), one review at a time. One llama.cpp server at a time (each holds
+    ~1 GB and two would share the 2 cores): the setups run one after the other, each line says the
+    load it ran under."""
     try:
         t0 = time.perf_counter()
         path = resolve_model(OmegaConf.load(ROOT / "conf" / "llm" / "embedded.yaml").embedded.model)
@@ -175,30 +177,25 @@ def bench_embedded(n: int, threads: int, compare: bool, overrides: list[str], ou
     setups = {"make run": overrides}
     if compare:
         setups |= {"template, new settings": [*overrides, *TEMPLATE], "template, previous settings": [*overrides, *PREVIOUS]}
-    prepared = {k: review_setup(o, outputs, threads, n) for k, o in setups.items()}
-    results: dict[str, list] = {k: [] for k in setups}
+    results: dict[str, list] = {}
+    llms: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        clients = {k: ReviewClient(c, Path(tmp) / f"{i}.db", progress=False) for i, (k, (c, _, _)) in enumerate(prepared.items())}
-        try:
-            for k, client in clients.items():
-                _, examples, reqs = prepared[k]
+        for i, (k, o) in enumerate(setups.items()):
+            llm, examples, reqs = review_setup(o, outputs, threads, n)
+            llms[k] = llm
+            with ReviewClient(llm, Path(tmp) / f"{i}.db", progress=False) as client:
                 t0 = time.perf_counter()
                 client.review_many(reqs[-1:], examples)
                 print(f"{k}: server start + first review (the fixed prefix, {len(examples)} examples): "
                       f"{time.perf_counter() - t0:.1f} s; {load()}")
-            for i in range(n):  # one at a time, interleaved: per-review latency as the pipeline sees it, same load
-                for k, client in clients.items():
-                    _, examples, reqs = prepared[k]
-                    results[k].extend(client.review_many([reqs[i]], examples))
-        finally:
-            for client in clients.values():
-                client.close()
+                # one at a time: per-review latency as the pipeline sees it with concurrency 1
+                results[k] = [r for req in reqs[:n] for r in client.review_many([req], examples)]
     med = statistics.median
     for k, res in results.items():
         ok = [r for r in res if r.ok]
         print(f"{k}: {len(ok)}/{len(res)} parsed; failures {[r.failure for r in res if not r.ok]}")
         print(f"  median s/review {med(r.latency for r in res):.2f} (min {min(r.latency for r in res):.2f}, "
-              f"max {max(r.latency for r in res):.2f}); threads={threads}; {load()}")
+              f"max {max(r.latency for r in res):.2f}); threads={llms[k]['embedded']['threads']}")
         print(f"  median prompt tokens {med(r.prompt_tokens for r in res):.0f}, new prompt tokens "
               f"{med(r.new_prompt_tokens for r in res):.0f}, completion tokens {med(r.completion_tokens for r in res):.0f}")
         for r in res[:2]:
@@ -208,8 +205,8 @@ def bench_embedded(n: int, threads: int, compare: bool, overrides: list[str], ou
         old = results["template, previous settings"]
         for k in ("template, new settings", "make run"):
             ratio = med(a.latency / b.latency for a, b in zip(old, results[k]))
-            print(f"speed-up of {k!r} over the previous settings, median of per-review ratios (interleaved, same "
-                  f"load): {ratio:.2f}x")
+            print(f"speed-up of {k!r} over the previous settings, median of per-review ratios on the same hypotheses "
+                  f"(run one after the other: see the load lines): {ratio:.2f}x")
     new = med(r.latency for r in results["make run"])
     print(f"target median <= 3.5 s per review (make run's judge): {'met' if new <= 3.5 else 'MISSED'} ({new:.2f} s; {load()})")
 
@@ -295,7 +292,7 @@ def bench_band(n: int, threads: int, overrides: list[str], outputs: str, seed: i
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--embedded-n", type=int, default=12)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the config's)")
     ap.add_argument("--compare", action="store_true", help="interleave the previous embedded settings (speed ratio)")
     ap.add_argument("--skip-scripted", action="store_true")
     ap.add_argument("--skip-embedded", action="store_true")

