@@ -5,6 +5,7 @@
     .venv/bin/python bench/bench_triage.py --data biokg --methods hgt_plus,tsh
     .venv/bin/python bench/bench_triage.py --ablation                         # why HGT does not learn (chm_apl)
     .venv/bin/python bench/bench_triage.py --speed --methods rgcn             # Lightning vs plain loop, s/epoch
+    .venv/bin/python bench/bench_triage.py --feature-cost                     # us per pair of the link features
 
 Data: the synthetic MatKG at paper size (7 relations) and the second KG (``bench/biokg.py``, written
 as CSV and read back through ``data=biokg``'s CSV loader, 2 relations). Trained scores are cached
@@ -23,6 +24,9 @@ paper; + leak-free folds, fresh negatives, selection on val AP; + informative no
 the cosine decoder); + MLP decoder over link features; + validation head (= hgt_plus).
 --speed: seconds per epoch of the lean Lightning Trainer vs the same module in a plain loop (target
 ratio <= 1.15), fastest of --repeats interleaved runs.
+--feature-cost: microseconds per pair of ``link_features`` (pairs API) and ``link_blocks`` (256
+CHM sources x every APL node, the discovery shape) and of R-GCN's six features, on the synthetic
+MatKG at --feature-scales.
 """
 
 from __future__ import annotations
@@ -189,6 +193,27 @@ def speed(kg, methods: list[str], args) -> None:
         print(f"{name:<17}{epochs:>7}{run / epochs:>8.3f}{plain / epochs:>11.3f}{run / plain:>7.2f}", flush=True)
 
 
+def feature_cost(args) -> None:
+    from hygrail.triage.features import link_blocks, link_features, pair_features
+
+    print(f"\n== pair-feature cost, us/pair (one core)\n{'graph':<42}{'link, block':>12}{'link, pairs':>12}"
+          f"{'link, random':>13}{'rgcn6, random':>14}")  # fmt: skip
+    rng = np.random.default_rng(0)
+    for scale in (float(x) for x in args.feature_scales.split(",")):
+        kg = load_kg(data_config(scale=scale))
+        chm, apl = kg.nodes_of_type("CHM"), kg.nodes_of_type("APL")
+        sources = chm[:256]
+        src, dst = np.repeat(sources, len(apl)), np.tile(apl, len(sources))
+        rs, rd = rng.choice(chm, 50_000), rng.choice(apl, 50_000)
+        cost = []
+        for run, n in ((lambda: link_blocks(kg, sources, apl), len(src)), (lambda: link_features(kg, src, dst), len(src)),
+                       (lambda: link_features(kg, rs, rd), len(rs)), (lambda: pair_features(kg, rs, rd), len(rs))):  # fmt: skip
+            t0 = time.perf_counter()
+            run()
+            cost.append((time.perf_counter() - t0) / n * 1e6)
+        print(f"{str(kg):<42}" + "".join(f"{c:>12.2f}" for c in cost), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="matkg_synthetic,biokg", help="comma list: matkg_synthetic, biokg")
@@ -199,11 +224,15 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, default=ROOT / "outputs/cache/triage")
     ap.add_argument("--ablation", action="store_true", help="only the HGT ablation on chm_apl")
     ap.add_argument("--speed", action="store_true", help="only Lightning vs plain-loop seconds per epoch")
+    ap.add_argument("--feature-cost", action="store_true", help="only the pair-feature cost")
+    ap.add_argument("--feature-scales", default="1,5", help="data.scale values for --feature-cost")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     methods = args.methods.split(",")
+    if args.feature_cost:
+        return feature_cost(args)
     with tempfile.TemporaryDirectory() as tmp:
         if args.ablation or args.speed:
             kg = load("matkg_synthetic", Path(tmp))

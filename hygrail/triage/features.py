@@ -244,58 +244,93 @@ def link_feature_names(kg: KG) -> tuple[str, ...]:
             "jaccard", "weighted_two_hop", "paths_3") + typed  # fmt: skip
 
 
-def link_features(kg: KG, src: np.ndarray, dst: np.ndarray, batch_size: int = 128) -> np.ndarray:
+def link_features(kg: KG, src: np.ndarray, dst: np.ndarray, batch_size: int = 256) -> np.ndarray:
     """(n, 8 + T) structural features of the pairs (src[i], dst[i]) on ``kg``, log-scaled counts
     (names in ``link_feature_names``): endpoint degrees, common neighbours (all, and per node type
     of the middle node: the 2-hop metapath counts), Adamic-Adar, resource allocation, Jaccard, the
     count-weighted two-hop signal sum_z log(1+c(u,z)) log(1+c(z,v)), and the number of 3-step
     walks u-a-b-v (the simple 3-paths when u, v are not adjacent).
 
-    Computed by sparse products batched over source nodes (like TSH's descriptors): for each batch
-    of ``batch_size`` distinct sources, the rows e_u A, e_u W and e_u A^2 are held dense
-    (3 x batch_size x N floats), and every pair reads them at the neighbours of its destination.
-    Cost: per distinct source O(N + sum of its neighbours' degrees); per pair O(deg(dst)) (three
-    gathers and four weighted sums over the destination's neighbours). A whole candidate block
-    S x D is the same dense rows times the sparse columns A[:, D]. The pair's own edge, if
-    ``kg`` has it, is not removed here: training pairs are scored on a graph without their edge
-    (``hygrail.triage.train``), as val/test pairs are.
+    Every feature is a sparse product A[S] M A[:, D] over sources S x destinations D
+    (``_link_products``), computed for batches of ``batch_size`` distinct sources against the
+    destinations they are paired with and read at the pairs; ``link_blocks`` returns whole
+    blocks (a candidate space scored source batch by source batch). Cost: the products grow with
+    the sources' 2-hop neighbourhoods and the destinations' degrees, not with |S| x |D|; measured
+    in bench_triage.py --feature-cost. The pair's own edge, if ``kg`` has it, is not removed here:
+    training pairs are scored on a graph without their edge (``hygrail.triage.train.FoldPairs``),
+    as val/test pairs are.
     """
     src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
     if src.shape != dst.shape:
         raise ValueError(f"src and dst differ in length: {len(src)} vs {len(dst)}")
-    adj = kg.adjacency
-    w = sp.csr_matrix((np.log1p(kg.counts[adj.data - 1]).astype(np.float64), adj.indices, adj.indptr), shape=adj.shape)
-    b = sp.csr_matrix((np.ones(adj.nnz), adj.indices, adj.indptr), shape=adj.shape)
-    deg = kg.degree.astype(np.float64)
-    inv_log_deg = np.where(deg > 1, 1.0 / np.log(np.maximum(deg, 2.0)), 0.0)  # a common neighbour has deg >= 2
-    inv_deg = np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)
-    node_type, n_types = kg.node_types, len(kg.schema.node_types)
-
-    n = len(src)
-    cn, aa, ra, two_hop, paths3 = (np.zeros(n) for _ in range(5))
-    typed = np.zeros((n, n_types))
+    out = np.zeros((len(src), len(link_feature_names(kg))), dtype=np.float32)
+    if len(src) == 0:
+        return out
     sources, row_of = np.unique(src, return_inverse=True)
     order = np.argsort(row_of, kind="stable")
+    mats = _link_matrices(kg)
+    # Products cost ~ the block, not the pairs: when each source meets few of the destinations
+    # (random pairs), fewer sources per batch keep the block close to the pairs it serves.
+    density = len(src) / len(sources) / len(np.unique(dst))
+    batch_size = max(1, round(batch_size * min(1.0, 8 * density)))
     for s in range(0, len(sources), batch_size):
         lo, hi = np.searchsorted(row_of[order], [s, s + batch_size])
         sel = order[lo:hi]
-        batch = sources[s : s + batch_size]
-        left_b, left_w = b[batch].toarray(), w[batch].toarray()
-        left_2 = (b[batch] @ b).toarray()
-        right = w[dst[sel]]  # the destinations' neighbours z (indices) and log(1+c(z, v)) (data)
-        pair = np.repeat(np.arange(len(sel)), np.diff(right.indptr))
-        z, row = right.indices, row_of[sel][pair] - s
-        hit = left_b[row, z]  # 1 where z is also a neighbour of the source
-        m = len(sel)
-        cn[sel] = np.bincount(pair, weights=hit, minlength=m)
-        aa[sel] = np.bincount(pair, weights=hit * inv_log_deg[z], minlength=m)
-        ra[sel] = np.bincount(pair, weights=hit * inv_deg[z], minlength=m)
-        two_hop[sel] = np.bincount(pair, weights=left_w[row, z] * right.data, minlength=m)
-        paths3[sel] = np.bincount(pair, weights=left_2[row, z], minlength=m)
-        typed[sel] = np.bincount(pair * n_types + node_type[z], weights=hit, minlength=m * n_types).reshape(m, n_types)
-    union = deg[src] + deg[dst] - cn
-    jaccard = np.divide(cn, union, out=np.zeros_like(cn), where=union > 0)
-    return np.column_stack(
-        [np.log1p(deg[src]), np.log1p(deg[dst]), np.log1p(cn), aa, ra, jaccard,
-         np.log1p(two_hop), np.log1p(paths3), np.log1p(typed)]
-    ).astype(np.float32)  # fmt: skip
+        targets, col = np.unique(dst[sel], return_inverse=True)
+        row = row_of[sel] - s
+        products, deg_s, deg_d = _link_products(sources[s : s + batch_size], targets, mats)
+        dense = len(sources[s : s + batch_size]) * len(targets) <= 4_000_000  # reading a dense block is faster
+        vals = [p.toarray()[row, col] if dense else np.asarray(p[row, col]).ravel() for p in products]
+        out[sel] = _finish(vals, deg_s[row], deg_d[col])
+    return out
+
+
+def link_blocks(kg: KG, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """(|S|, |D|, 8 + T) ``link_features`` of every pair in sources x targets."""
+    products, deg_s, deg_d = _link_products(np.asarray(sources), np.asarray(targets), _link_matrices(kg))
+    shape = (len(sources), len(targets))
+    vals = [p.toarray().ravel() for p in products]
+    feats = _finish(vals, np.repeat(deg_s, shape[1]), np.tile(deg_d, shape[0]))
+    return feats.reshape(*shape, -1)
+
+
+def _link_products(sources: np.ndarray, targets: np.ndarray, m: dict) -> tuple[list, np.ndarray, np.ndarray]:
+    """Sparse |S| x |D| products: typed common neighbours (T), Adamic-Adar, resource allocation,
+    weighted two-hop, 3-walks; and the two sides' degrees."""
+    b, w = m["b"], m["w"]
+    left = b[sources]
+    right = b[targets].T.tocsr()  # A[:, D] = A[D]^T (A symmetric)
+    typed = [(left @ mask) @ right for mask in m["type_masks"]]
+    others = [(left @ m["inv_log_deg"]) @ right, (left @ m["inv_deg"]) @ right,
+              w[sources] @ w[targets].T.tocsr(), (left @ b) @ right]  # fmt: skip
+    return typed + others, m["deg"][sources], m["deg"][targets]
+
+
+def _finish(vals: list[np.ndarray], deg_s: np.ndarray, deg_d: np.ndarray) -> np.ndarray:
+    """Columns in ``link_feature_names`` order from the products' values at the pairs."""
+    n_types = len(vals) - 4
+    typed, (aa, ra, two_hop, walks3) = vals[:n_types], vals[n_types:]
+    cn = np.sum(typed, axis=0)
+    union = deg_s + deg_d - cn
+    cols = [np.log1p(deg_s), np.log1p(deg_d), np.log1p(cn), aa, ra,
+            np.divide(cn, union, out=np.zeros_like(cn), where=union > 0), np.log1p(two_hop), np.log1p(walks3),
+            *(np.log1p(t) for t in typed)]  # fmt: skip
+    return np.column_stack(cols).astype(np.float32)
+
+
+def _link_matrices(kg: KG) -> dict:
+    """Once per graph: binary and log-count adjacency, degrees, and the diagonal weightings."""
+    adj = kg.adjacency
+    b = sp.csr_matrix((np.ones(adj.nnz), adj.indices, adj.indptr), shape=adj.shape)
+    w = sp.csr_matrix((np.log1p(kg.counts[adj.data - 1]).astype(np.float64), adj.indices, adj.indptr), shape=adj.shape)
+    deg = kg.degree.astype(np.float64)
+    n_types = len(kg.schema.node_types)
+    return {
+        "b": b,
+        "w": w,
+        "deg": deg,
+        # a common neighbour has degree >= 2, so 1/log(deg) is finite wherever it counts
+        "inv_log_deg": sp.diags(np.where(deg > 1, 1.0 / np.log(np.maximum(deg, 2.0)), 0.0)),
+        "inv_deg": sp.diags(np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)),
+        "type_masks": [sp.diags((kg.node_types == t).astype(np.float64)) for t in range(n_types)],
+    }
