@@ -10,7 +10,7 @@ export OMP_NUM_THREADS ?= 1
 # Where runs, caches and reports go: the same variable conf/config.yaml reads.
 OUT := $(or $(HYGRAIL_OUTPUTS),outputs)
 
-.PHONY: help setup run test test-all stats bench clean ui serve sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity
+.PHONY: help setup run test test-all stats bench clean ui tracking-server serve sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -37,15 +37,32 @@ run: $(VENV)/.model ## the embedded default: GNN-only vs HyGRAIL-Auto on synthet
 test: $(VENV)/.installed ## fast tests (what CI runs)
 	$(BIN)/pytest -m "not slow" -q
 
-test-all: $(VENV)/.installed ## all tests, including the slow ones
+test-all: $(VENV)/.installed ## all tests, including the slow ones (the MLflow UI check needs chromium: installed here when root)
+	@command -v chromium >/dev/null || [ "$$(id -u)" != 0 ] || { apt-get update -qq && apt-get install -y -qq chromium; }
 	$(BIN)/pytest -q
 
-stats: $(VENV)/.installed ## paper Tables 4-6 for a KG (DATA=matkg_synthetic)
+stats: $(VENV)/.installed ## paper Tables 1, 4-6 for a KG (DATA=matkg_synthetic)
 	$(PYTHON) -m hygrail.sweep task=stats data=$(or $(DATA),matkg_synthetic)
 
-ui: $(VENV)/.installed ## MLflow UI on 127.0.0.1:5000 for outputs/mlflow.db
+ui: $(VENV)/.installed ## MLflow UI on 127.0.0.1:5000 for outputs/mlflow.db (prints a link per experiment)
+	@$(PYTHON) -m hygrail.tracking sqlite:///$(abspath $(OUT))/mlflow.db http://127.0.0.1:$(or $(PORT),5000)
 	$(BIN)/mlflow ui --host 127.0.0.1 --port $(or $(PORT),5000) --workers 1 \
 	  --backend-store-uri sqlite:///$(abspath $(OUT))/mlflow.db
+
+# Cluster tracking: one server, on a node every job can reach. Its SQLite file must be on the
+# server's local disk (not the shared filesystem); PostgreSQL: BACKEND=postgresql://user@dbhost/mlflow
+# with the password in PGPASSWORD or ~/.pgpass, never on the command line. Bound to another address
+# than 127.0.0.1, it accepts requests addressed to this host's names and private IPs (MLflow's
+# DNS-rebinding guard checks the Host header).
+BACKEND ?= sqlite:///$(abspath $(OUT))/tracking/mlflow.db
+ARTIFACTS ?= $(abspath $(OUT))/tracking/artifacts
+HOST ?= 127.0.0.1
+tracking-server: $(VENV)/.installed ## MLflow tracking server for cluster sweeps (HOST=0.0.0.0 PORT=5000 BACKEND=... ARTIFACTS=...)
+	@mkdir -p $(ARTIFACTS) $(if $(filter sqlite:///%,$(BACKEND)),$(dir $(patsubst sqlite:///%,%,$(BACKEND))))
+	@echo "sweeps: tracking.uri=http://$$(hostname):$(or $(PORT),5000)"
+	$(BIN)/mlflow server --host $(HOST) --port $(or $(PORT),5000) --workers $(or $(WORKERS),4) \
+	  --backend-store-uri $(BACKEND) --artifacts-destination $(ARTIFACTS) \
+	  $(if $(filter 127.0.0.1 localhost,$(HOST)),,--allowed-hosts "$$(hostname):*,$$(hostname -f):*,localhost:*,127.0.0.1:*,10.*,172.*,192.168.*")
 
 serve: ## on a GPU machine with vLLM: serve one paper model with Table 8 settings (LLM=qwen3_4b)
 	@# the environment that has vLLM (not .venv: vLLM pins its own torch); hygrail installed there with -e .
@@ -82,6 +99,7 @@ figures: $(VENV)/.installed ## Figs. 3-4 and F1 vs call rate from the ablation e
 bench: $(VENV)/.installed ## benchmarks: data layer, triage, evidence, review (prints figures)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done
 
-clean: ## remove caches and outputs (keeps .venv)
-	rm -rf $(OUT)/* .pytest_cache
-	@touch outputs/.gitkeep
+# What the project writes under $(OUT), and nothing else: $(OUT) may be any folder ($$HYGRAIL_OUTPUTS).
+OWN := cache runs multirun report mlartifacts tracking mlflow.db mlflow.db-journal mlflow.db-wal mlflow.db-shm mlflow.lock
+clean: ## remove what the project wrote under outputs/ (runs, caches, MLflow store, reports; keeps .venv)
+	rm -rf $(addprefix $(OUT)/,$(OWN)) .pytest_cache

@@ -9,23 +9,19 @@ cell did (figures for MLflow, per-hypothesis predictions, a sample of evidence t
 
 from __future__ import annotations
 
-import logging
-import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
 from hygrail.data import load_kg
-from hygrail.data.split import Split, temporal_split
+from hygrail.data.split import Split, split_from_config
+from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import KG, DataError
-from hygrail.metrics import prf
-
-log = logging.getLogger("hygrail")
-
+from hygrail.metrics import attribution, prf
+from hygrail.review.stage import check_failures, choose_gamma, decide
 
 
 @dataclass
@@ -35,6 +31,7 @@ class CellResult:
     samples: list[dict] = field(default_factory=list)  # evidence texts with LLM replies
     band: tuple[float, float] | None = None
     gnn_threshold: float | None = None
+    tags: dict[str, str] = field(default_factory=dict)  # e.g. split=temporal|partial|random
 
 
 def _plain(node) -> dict:
@@ -43,9 +40,7 @@ def _plain(node) -> dict:
 
 def build_split(cfg: DictConfig) -> tuple[KG, Split]:
     kg = load_kg(_plain(cfg.data))
-    relation = kg.schema.relation(cfg.relation.name)
-    s = cfg.split
-    return kg, temporal_split(kg, relation, tuple(s.ratios), int(s.neg_ratio), int(s.seed))
+    return kg, split_from_config(kg, kg.schema.relation(cfg.relation.name), _plain(cfg.split))
 
 
 def review_order(scores: np.ndarray, candidates: np.ndarray, centre: float, budget: int | None, seed: int) -> np.ndarray:
@@ -65,7 +60,11 @@ def run_cell(cfg: DictConfig, logger=None) -> CellResult:
     if method not in METHODS:
         raise DataError(f"method={method!r}; expected one of {sorted(METHODS)}")
     kg, split = build_split(cfg)
-    return METHODS[method](cfg, kg, split, logger)
+    result = METHODS[method](cfg, kg, split, logger)
+    # A split without edge years is random, which makes link prediction easier: say so on the run.
+    result.tags |= {"split": split.kind, "split_ties": split.ties}
+    result.metrics["split_dated_positives"] = float(split.dated)
+    return result
 
 
 def _labels(split: Split) -> tuple[np.ndarray, np.ndarray]:
@@ -95,6 +94,10 @@ class Triage:
     route_val: np.ndarray  # 0 below a*, 1 above b*, -1 routed
     route_test: np.ndarray
 
+    def calibrated(self) -> dict[str, float]:
+        """The validation-calibrated quantities evidence rules may name (conf/evidence contradiction cuts)."""
+        return {"gnn_threshold": self.threshold, "band_low": self.band[0], "band_high": self.band[1]}
+
 
 def gnn_stage(cfg: DictConfig, kg: KG, split: Split, logger=None) -> tuple[Triage, dict, pl.DataFrame]:
     """Backbone scores (trained once per relation/backbone/seed, then cached), the GNN-only decision
@@ -105,6 +108,8 @@ def gnn_stage(cfg: DictConfig, kg: KG, split: Split, logger=None) -> tuple[Triag
     y_val = _labels(split)[0]
     scores = triage_scores(split, _plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage", progress=True,
                            logger=logger)
+    if logger is not None:  # the run links the trained model it used, trained now or cached
+        logger.log_hyperparams({"triage_key": scores.key, "triage_checkpoint": scores.checkpoint})
     threshold = f1_threshold(scores.val, y_val)
     metrics, predictions = _thresholded(kg, split, scores.val, scores.test, threshold, "gnn_")
     band = calibrate_band(scores.val, y_val, _plain(cfg.routing))
@@ -113,6 +118,8 @@ def gnn_stage(cfg: DictConfig, kg: KG, split: Split, logger=None) -> tuple[Triag
     metrics |= {
         "gnn_fit_seconds": scores.fit_seconds,
         "gnn_cache_hit": float(scores.cache_hit),
+        # every numeric field of the band (the routing rule's m, n, cap, ...), cuts clipped to [0, 1]
+        **{f"band_{k}": float(v) for k, v in asdict(band).items() if isinstance(v, (int, float)) and k not in ("a", "b")},
         "band_a": t.band[0],
         "band_b": t.band[1],
         "band_val_call_rate": float(np.mean(t.route_val == -1)),
@@ -129,36 +136,78 @@ def run_gnn_only(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResu
 
 
 def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
-    """Paper §3: triage band -> evidence -> text -> review -> gamma; the GNN decides outside the band."""
+    """Paper §3: triage band -> evidence -> text -> review -> gamma; the GNN decides outside the band.
+
+    Cost, in the paper's sense: ``test_call_rate`` is the share of test hypotheses routed to the LLM
+    (the band). Under a review budget only part of the band is reviewed: ``test_review_rate`` (its
+    share of test) and ``test_band_reviewed_share`` (its share of the band) say how much; the rest
+    keeps the GNN-only decision. ``test_attr_*`` says which region changed which decisions."""
     t, metrics, predictions = gnn_stage(cfg, kg, split, logger)
-    scores, threshold, r_val, r_test = t.scores, t.threshold, t.route_val, t.route_test
+    r_val, r_test = t.route_val, t.route_test
     y_val, y_test = _labels(split)
     gnn_val = predictions.filter(pl.col("split") == "val")["gnn_pred"].to_numpy()
     gnn_test = predictions.filter(pl.col("split") == "test")["gnn_pred"].to_numpy()
     budget = cfg.method.get("review_budget") or {}
-    pick_val = review_order(scores.val, r_val == -1, threshold, budget.get("val"), int(cfg.seed))
-    pick_test = review_order(scores.test, r_test == -1, threshold, budget.get("test"), int(cfg.seed) + 1)
+    pick_val = review_order(t.scores.val, r_val == -1, t.threshold, budget.get("val"), int(cfg.seed))
+    pick_test = review_order(t.scores.test, r_test == -1, t.threshold, budget.get("test"), int(cfg.seed) + 1)
+    routed_test = int(np.sum(r_test == -1))
     metrics |= {
-        # What the LLM was asked, as a share of the split; band_*_call_rate is what was routed
-        # (the two differ only under a review budget).
-        "val_call_rate": len(pick_val) / len(y_val),
-        "test_call_rate": len(pick_test) / len(y_test),
+        "val_call_rate": float(np.mean(r_val == -1)),
+        "test_call_rate": float(np.mean(r_test == -1)),
         "val_reviewed": len(pick_val),
         "test_reviewed": len(pick_test),
-        # routed but over the review budget: decided by the GNN-only threshold instead
-        "test_routed_unreviewed": int(np.sum(r_test == -1)) - len(pick_test),
+        "test_review_rate": len(pick_test) / len(y_test),
+        "test_band_reviewed_share": len(pick_test) / routed_test if routed_test else 1.0,
+        "test_routed_unreviewed": routed_test - len(pick_test),
     }
-    reviewer = Reviewer(cfg, split, kg, cfg.evidence.mode)
-    review = reviewer.run(pick_val, pick_test, scores.val, scores.test, gnn_val[pick_val], gnn_test[pick_test],
-                          base_val=np.where(r_val == -1, gnn_val, r_val))
-    final_val = _combine(r_val, gnn_val, pick_val, review.val_decision)
-    final_test = _combine(r_test, gnn_test, pick_test, review.test_decision)
-    metrics |= review.metrics | prf(y_test, final_test, "test_") | prf(y_val, final_val, "val_")
+    mode = load_mode(_plain(cfg.evidence), _plain(cfg.relation)["templates"], t.calibrated())
+    with _reviewer(cfg, mode, split) as reviewer:
+        rev_val = reviewer.review(_hypotheses(split.part("val"), pick_val, t.scores.val))
+        rev_test = reviewer.review(_hypotheses(split.part("test"), pick_test, t.scores.test))
+        metrics |= reviewer.metrics()
+        cache = reviewer.cache_path()
+    check_failures([r.result for r in rev_val + rev_test], float(cfg.method.get("max_review_failure_rate", 1.0)),
+                   cfg.llm.name, cache)
+    on_failure = cfg.method.get("on_failure", "fallback")
+    # gamma maximises validation F1 of the whole decision: unreviewed val rows keep their decisions.
+    base_val = np.where(r_val == -1, gnn_val, r_val)
+    rest = np.ones(len(y_val), bool)
+    rest[pick_val] = False
+    c = prf(y_val[rest], base_val[rest])
+    gamma = choose_gamma(rev_val, y_val[pick_val], gnn_val[pick_val], on_failure,
+                         base_counts=(int(c["tp"]), int(c["fp"]), int(c["fn"])))
+    final_val = _combine(r_val, gnn_val, pick_val, decide(rev_val, gamma, gnn_val[pick_val], on_failure))
+    final_test = _combine(r_test, gnn_test, pick_test, decide(rev_test, gamma, gnn_test[pick_test], on_failure))
+    region_test = regions(r_test, pick_test)
+    metrics |= {"gamma": gamma} | prf(y_test, final_test, "test_") | prf(y_val, final_val, "val_")
+    metrics |= attribution(y_test, gnn_test, final_test, region_test, "test_")
+    metrics |= breakdown(mode, rev_test, y_test[pick_test], final_test[pick_test], "test_")
     predictions = predictions.with_columns(
+        pl.Series("region", np.concatenate([regions(r_val, pick_val), region_test])),
         pl.Series("pred", np.concatenate([final_val, final_test]).astype(np.int8)),
-        *review.columns(split),
+        *_review_columns(split, [(pick_val, rev_val), (pick_test, rev_test)]),
     )
-    return CellResult(metrics, predictions, review.samples[: int(cfg.log_samples)], t.band, threshold)
+    return CellResult(metrics, predictions, _samples(kg, split, rev_val, rev_test)[: int(cfg.log_samples)], t.band,
+                      t.threshold)
+
+
+def _reviewer(cfg: DictConfig, mode, split: Split):
+    from hygrail.review.stage import Reviewer
+
+    return Reviewer(_plain(cfg.llm), mode, split.train_graph, split.relation, Path(cfg.paths.cache) / "llm", int(cfg.seed))
+
+
+def _hypotheses(part: pl.DataFrame, idx: np.ndarray, scores: np.ndarray | None) -> list[Hypothesis]:
+    src, dst = part["src"].to_numpy(), part["dst"].to_numpy()
+    return [Hypothesis(int(src[i]), int(dst[i]), None if scores is None else float(scores[i])) for i in idx]
+
+
+def regions(route: np.ndarray, picked: np.ndarray) -> np.ndarray:
+    """Which part of HyGRAIL decided each hypothesis (``REGIONS``): below a*, above b*, the LLM, or
+    routed but over the review budget (the GNN-only decision)."""
+    out = np.where(route == 0, "auto_reject", np.where(route == 1, "auto_accept", "over_budget")).astype(object)
+    out[picked] = "reviewed"
+    return out.astype(str)
 
 
 def stratified_cap(labels: np.ndarray, cap: int | None, seed: int) -> np.ndarray:
@@ -176,27 +225,39 @@ def stratified_cap(labels: np.ndarray, cap: int | None, seed: int) -> np.ndarray
 
 
 def run_kgfm(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
-    """KG-FM baseline (after Bai et al. 2025): the LLM reviews every candidate with KG-retrieved
-    context (structured triples, no GNN score, no triage); gamma by the same rule on validation.
-    With ``method.cap`` a stratified sample is reviewed and metrics are computed on that sample."""
+    """KG-FM baseline (after Bai et al. 2025): the LLM reviews every candidate with raw KG triples as
+    context (``method.context``, hygrail/baselines/kgfm.py), no GNN score, no triage; gamma by the
+    same rule on validation. With ``method.cap`` a stratified sample is reviewed and metrics are
+    computed on that sample."""
     y_val, y_test = _labels(split)
     cap = cfg.method.get("cap") or {}
     pick_val = stratified_cap(y_val, cap.get("val"), int(cfg.seed))
     pick_test = stratified_cap(y_test, cap.get("test"), int(cfg.seed) + 1)
-    zeros_val, zeros_test = np.zeros(len(y_val)), np.zeros(len(y_test))
-    reviewer = Reviewer(cfg, split, kg, "kgfm")
-    # A failed review has no GNN to fall back on: it counts as a rejection (and as a failure).
-    review = reviewer.run(pick_val, pick_test, zeros_val, zeros_test,
-                          np.zeros(len(pick_val), int), np.zeros(len(pick_test), int))
-    metrics = review.metrics | prf(y_test[pick_test], review.test_decision, "test_") | prf(y_val[pick_val], review.val_decision, "val_")
-    metrics |= {"test_call_rate": 1.0, "val_call_rate": 1.0, "test_sampled": float(len(pick_test) < len(y_test)),
-                "test_evaluated": float(len(pick_test))}
+    mode = load_mode(_plain(cfg.method.context), _plain(cfg.relation)["templates"])
+    with _reviewer(cfg, mode, split) as reviewer:
+        rev_val = reviewer.review(_hypotheses(split.part("val"), pick_val, None))
+        rev_test = reviewer.review(_hypotheses(split.part("test"), pick_test, None))
+        metrics = reviewer.metrics()
+        cache = reviewer.cache_path()
+    check_failures([r.result for r in rev_val + rev_test], float(cfg.method.get("max_review_failure_rate", 1.0)),
+                   cfg.llm.name, cache)
+    # A failed review has no GNN to fall back on: on_failure (reject by default) decides it.
+    on_failure = cfg.method.get("on_failure", "reject")
+    none_val, none_test = np.zeros(len(pick_val), int), np.zeros(len(pick_test), int)
+    gamma = choose_gamma(rev_val, y_val[pick_val], none_val, on_failure)
+    dec_val, dec_test = decide(rev_val, gamma, none_val, on_failure), decide(rev_test, gamma, none_test, on_failure)
+    metrics |= {"gamma": gamma} | prf(y_test[pick_test], dec_test, "test_") | prf(y_val[pick_val], dec_val, "val_")
+    # Every candidate goes to the LLM (call rate 1); a cap only evaluates a sample of them.
+    metrics |= {"test_call_rate": 1.0, "val_call_rate": 1.0, "test_review_rate": 1.0,
+                "test_sampled": float(len(pick_test) < len(y_test)), "test_evaluated": float(len(pick_test))}
     pred = np.full(len(y_val) + len(y_test), -1, dtype=np.int8)  # -1: outside the evaluated sample
-    pred[pick_val] = review.val_decision
-    pred[len(y_val) + pick_test] = review.test_decision
+    pred[pick_val] = dec_val
+    pred[len(y_val) + pick_test] = dec_test
+    zeros_val, zeros_test = np.zeros(len(y_val)), np.zeros(len(y_test))
     predictions = _predictions(kg, split, zeros_val, zeros_test, zeros_val, zeros_test).drop("score", "gnn_pred")
-    predictions = predictions.with_columns(pl.Series("pred", pred), *review.columns(split))
-    return CellResult(metrics, predictions, review.samples[: int(cfg.log_samples)])
+    predictions = predictions.with_columns(
+        pl.Series("pred", pred), *_review_columns(split, [(pick_val, rev_val), (pick_test, rev_test)]))
+    return CellResult(metrics, predictions, _samples(kg, split, rev_val, rev_test)[: int(cfg.log_samples)])
 
 
 def run_tsh(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
@@ -214,129 +275,6 @@ def run_tsh(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
 METHODS = {"gnn_only": run_gnn_only, "hygrail": run_hygrail, "kgfm": run_kgfm, "tsh": run_tsh}
 
 
-@dataclass
-class Review:
-    """Reviews of the chosen val/test hypotheses, their decisions at the calibrated gamma, and cost."""
-
-    val_idx: np.ndarray
-    test_idx: np.ndarray
-    val_results: list
-    test_results: list
-    val_decision: np.ndarray
-    test_decision: np.ndarray
-    metrics: dict
-    samples: list[dict]
-
-    def columns(self, split: Split) -> list[pl.Series]:
-        n_val, n_test = split.part("val").height, split.part("test").height
-        review = _column(n_val, self.val_idx, self.val_results, "review") + _column(n_test, self.test_idx, self.test_results, "review")
-        conf = _column(n_val, self.val_idx, self.val_results, "confidence") + _column(n_test, self.test_idx, self.test_results, "confidence")
-        return [pl.Series("review", review, dtype=pl.String), pl.Series("confidence", conf, dtype=pl.Float64)]
-
-
-class Reviewer:
-    """Evidence -> text -> LLM review -> gamma for chosen hypotheses (paper §3.2-3.4)."""
-
-    def __init__(self, cfg: DictConfig, split: Split, kg: KG, mode: str):
-        from hygrail.review.client import ReviewClient
-
-        self.cfg, self.split, self.kg, self.mode = cfg, split, kg, mode
-        self.templates = _plain(cfg.relation)["templates"]
-        self.evidence_cfg = _plain(cfg.evidence)
-        # The cell's seed is the LLM's sampling seed: seeds re-sample the reviewer too (and key the cache).
-        self.client = ReviewClient(_plain(cfg.llm) | {"seed": int(cfg.seed)}, Path(cfg.paths.cache) / "llm.sqlite")
-        self.naturalize_failures = 0  # LLM-naturalization calls that failed (template text used instead)
-
-    def run(self, pick_val, pick_test, s_val, s_test, fb_val, fb_test, base_val=None) -> Review:
-        """Review the picked hypotheses; gamma maximises validation F1 of the final decision, whose
-        other (unreviewed) val decisions are ``base_val`` (0/1 per val row, or None)."""
-        from hygrail.review.calibrate import choose_gamma, decide
-
-        split = self.split
-        y_val = split.part("val")["label"].to_numpy()
-        t0 = time.perf_counter()
-        try:
-            res_val, samples_val = self.review(split.part("val"), pick_val, s_val, "val")
-            res_test, samples_test = self.review(split.part("test"), pick_test, s_test, "test")
-        finally:
-            self.client.close()  # stops an embedded llama.cpp server, closes the reply cache
-        self.check_failures(res_val + res_test)
-        on_failure = self.cfg.method.get("on_failure", "fallback")
-        base = (0, 0, 0)
-        if base_val is not None:
-            rest = np.ones(len(y_val), bool)
-            rest[pick_val] = False
-            c = prf(y_val[rest], base_val[rest])
-            base = (int(c["tp"]), int(c["fp"]), int(c["fn"]))
-        gamma = choose_gamma(res_val, y_val[pick_val], fb_val, on_failure, base_counts=base)
-        metrics = {"gamma": gamma, "llm_wall_seconds": time.perf_counter() - t0,
-                   "llm_naturalize_failures": float(self.naturalize_failures)}
-        metrics |= {f"llm_{k}": float(v) for k, v in self.client.usage().items()}
-        return Review(pick_val, pick_test, res_val, res_test, decide(res_val, gamma, fb_val, on_failure),
-                      decide(res_test, gamma, fb_test, on_failure), metrics, samples_val + samples_test)
-
-    def check_failures(self, results: list) -> None:
-        """A reviewer that mostly gives no usable verdict would leave the fallback's numbers under
-        the method's name: stop the cell instead."""
-        from hygrail.review.contract import LLMCallError, commonest_failure
-
-        failed = [r.failure for r in results if not r.ok]
-        rate = float(self.cfg.method.get("max_review_failure_rate", 1.0))
-        if failed and len(failed) > rate * len(results):
-            kind, n, _ = commonest_failure(failed)
-            raise LLMCallError(
-                f"llm {self.cfg.llm.name}: {len(failed)} of {len(results)} reviews gave no usable verdict ({n} {kind}), "
-                f"over method.max_review_failure_rate={rate}; see the raw replies in the reply cache "
-                f"({self.client.cache.path if self.client.cache else 'none'}); raise llm.max_tokens or check the prompt")
-
-    def text(self, ev, score: float, summary: str | None = None) -> tuple[str, str | None]:
-        from hygrail.evidence.naturalize import render, structured_lines, wrap_summary
-
-        statement = render(ev, "none", self.templates)
-        if self.mode == "kgfm":
-            context = "\n".join(structured_lines(ev, self.templates))
-            return statement, f"Hypothesis: {statement}\nKnowledge graph context:\n{context}"
-        if self.mode == "llm" and summary is not None:
-            # The naturalizer's summary was fetched in one concurrent batch (see review()).
-            return statement, wrap_summary(ev, self.templates, summary, score, self.evidence_cfg)
-        return statement, render(ev, "template", self.templates, score, self.evidence_cfg)
-
-    def review(self, part: pl.DataFrame, idx: np.ndarray, scores: np.ndarray, name: str):
-        from hygrail.evidence.naturalize import naturalize_messages
-        from hygrail.evidence.retrieve import retrieve
-        from hygrail.review.client import ReviewRequest
-
-        src, dst, labels = part["src"].to_numpy(), part["dst"].to_numpy(), part["label"].to_numpy()
-        if self.mode == "none":  # HyGRAIL-NE: the statement only, nothing to retrieve
-            statements = [self.templates["hypothesis"].format(left=self.kg.label(int(src[i])), right=self.kg.label(int(dst[i])))
-                          for i in idx]
-            results = self.client.review_many([ReviewRequest(hypothesis=s) for s in statements])
-            samples = [{"split": name, "score": float(scores[i]), "label": int(labels[i]), "hypothesis": s, "evidence": None,
-                        "review": r.review, "confidence": r.confidence, "reasoning": r.reasoning, "failure": r.failure}
-                       for i, s, r in zip(idx, statements, results)]
-            return results, samples
-        evidence = [retrieve(self.split.train_graph, int(src[i]), int(dst[i]), self.split.relation, self.evidence_cfg)
-                    for i in tqdm(idx, desc=f"evidence ({name})", unit="hyp", disable=len(idx) < 50)]
-        summaries = [None] * len(evidence)
-        if self.mode == "llm":
-            summaries = self.client.chat_many([naturalize_messages(ev, self.templates) for ev in evidence],
-                                              max_tokens=int(self.evidence_cfg["naturalize_max_tokens"]))
-            failed = sum(s is None for s in summaries)
-            self.naturalize_failures += failed
-            if failed:
-                log.warning("%d of %d LLM naturalizations failed; those hypotheses got template evidence", failed, len(evidence))
-        requests, samples = [], []
-        for i, ev, summary in zip(idx, evidence, summaries):
-            statement, text = self.text(ev, float(scores[i]), summary)
-            requests.append(ReviewRequest(hypothesis=statement, evidence=text))
-            samples.append({"split": name, "left": ev.left.name, "right": ev.right.name, "score": float(scores[i]),
-                            "label": int(labels[i]), "hypothesis": statement, "evidence": text, "structured": ev.to_dict()})
-        results = self.client.review_many(requests)
-        for s, r in zip(samples, results):
-            s |= {"review": r.review, "confidence": r.confidence, "reasoning": r.reasoning, "failure": r.failure}
-        return results, samples
-
-
 def _combine(routed: np.ndarray, gnn: np.ndarray, picked: np.ndarray, llm: np.ndarray) -> np.ndarray:
     """Three-way decision: 0 below a*, 1 above b*, the LLM's decision for reviewed routed hypotheses,
     and the GNN-only decision for routed ones left over a review budget."""
@@ -345,11 +283,48 @@ def _combine(routed: np.ndarray, gnn: np.ndarray, picked: np.ndarray, llm: np.nd
     return out
 
 
-def _column(n: int, idx: np.ndarray, results, attr: str) -> list:
-    col = [None] * n
-    for i, r in zip(idx, results):
-        col[int(i)] = getattr(r, attr)
-    return col
+def breakdown(mode, reviewed: list, labels: np.ndarray, final: np.ndarray, prefix: str) -> dict[str, float]:
+    """Precision/recall/F1 of the final decisions on the reviewed hypotheses per value of each info
+    key the evidence mode lists in ``breakdown`` (e.g. ARIA's tiers)."""
+    out = {}
+    for key in mode.breakdown:
+        values = np.array([str(r.prepared.info.get(key)) for r in reviewed], dtype=object)
+        for v in sorted(set(values)):
+            sel = values == v
+            m = prf(labels[sel], final[sel])
+            out |= {f"{prefix}by_{key}_{v}_{k}": m[k] for k in ("n", "precision", "recall", "f1")}
+    return out
+
+
+def _review_columns(split: Split, parts: list[tuple[np.ndarray, list]]) -> list[pl.Series]:
+    """review, confidence and the evidence mode's info fields per val/test row (null where not reviewed)."""
+    n = [split.part("val").height, split.part("test").height]
+    cols: dict[str, list] = {c: [None] * sum(n) for c in ("review", "confidence", "skip")}
+    for offset, (idx, reviewed) in zip((0, n[0]), parts):
+        for i, r in zip(idx, reviewed):
+            res = r.result
+            row = {"review": res.review if res else None, "confidence": res.confidence if res else None,
+                   "skip": r.prepared.skip} | r.prepared.info
+            for k, v in row.items():
+                cols.setdefault(k, [None] * sum(n))[offset + int(i)] = v
+    dtypes = {"review": pl.String, "confidence": pl.Float64, "skip": pl.String}
+    return [pl.Series(k, v, dtype=dtypes.get(k)) for k, v in cols.items()]
+
+
+def _samples(kg: KG, split: Split, rev_val: list, rev_test: list) -> list[dict]:
+    """Evidence texts with the replies, for the cell's evidence_samples.json artifact."""
+    out = []
+    for name, reviewed in (("val", rev_val), ("test", rev_test)):
+        labels = dict(zip(zip(split.part(name)["src"].to_list(), split.part(name)["dst"].to_list()),
+                          split.part(name)["label"].to_list()))
+        for r in reviewed:
+            h, p, res = r.hypothesis, r.prepared, r.result
+            out.append({"split": name, "left": kg.label(h.src), "right": kg.label(h.dst), "score": h.score,
+                        "label": labels[(h.src, h.dst)], "hypothesis": p.statement, "evidence": p.text,
+                        "structured": p.structured, "info": p.info, "skip": p.skip}
+                       | ({"review": res.review, "confidence": res.confidence, "reasoning": res.reasoning,
+                           "failure": res.failure} if res else {}))
+    return out
 
 
 def _predictions(kg: KG, split: Split, s_val, s_test, g_val, g_test) -> pl.DataFrame:

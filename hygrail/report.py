@@ -48,7 +48,9 @@ def score_figure(predictions: pl.DataFrame, band: tuple[float, float] | None, th
     return fig
 
 
-LABELS = ("GNN", "HyGRAIL-NE", "HyGRAIL-Auto", "HyGRAIL-LLM")
+LABELS = ("GNN", "HyGRAIL-NE", "HyGRAIL-Auto", "HyGRAIL-LLM")  # paper Table 2 rows, in its order
+REGION_NAMES = {"auto_reject": "auto-reject (below a*)", "auto_accept": "auto-accept (above b*)",
+                "reviewed": "LLM-reviewed", "over_budget": "routed, over budget (GNN decides)"}
 
 
 def load_runs(uri: str, experiments: list[str]) -> pl.DataFrame:
@@ -139,32 +141,37 @@ def _cell(row: dict | None, metric: str, n_relations: int | None = None) -> str:
     return text
 
 
+def hygrail_labels(runs: pl.DataFrame) -> list[str]:
+    """HyGRAIL rows present: the paper's in its order, then other evidence modes' labels sorted."""
+    present = set(runs.filter(pl.col("tag.method") == "hygrail")["tag.method_label"].to_list())
+    return [x for x in LABELS[1:] if x in present] + sorted(present - set(LABELS))
+
+
 def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
-    """Paper Table 2: rows method per backbone block, columns (Rec., F1) per LLM."""
+    """Paper Table 2: rows method per backbone block, columns (Rec., F1) per LLM; a table of runs
+    without any LLM (GNN-only, TSH) has one (Rec., F1) pair."""
     # GNN-only and TSH runs carry the default llm tag too, but no LLM was involved.
     llms = sorted(runs.filter(pl.col("tag.method").is_in(["hygrail", "kgfm"]))["tag.llm"].unique().drop_nulls().to_list())
+    columns = llms or [None]
     hy = pool(runs.filter(pl.col("tag.method") == "hygrail"), ["tag.method_label", "tag.backbone", "tag.llm"], how)
     gnn = pool(runs.filter(pl.col("tag.method") == "gnn_only"), ["tag.backbone"], how)
     kgfm = pool(runs.filter(pl.col("tag.method") == "kgfm"), ["tag.llm"], how) if "kgfm" in runs["tag.method"] else None
     tsh = pool(runs.filter(pl.col("tag.method") == "tsh"), ["tag.method"], how) if "tsh" in runs["tag.method"] else None
     n_rel = runs["tag.relation"].n_unique()
-    budgeted = set()
-    if "test_routed_unreviewed" in runs.columns:
-        over = runs.filter((pl.col("tag.method") == "hygrail") & (pl.col("test_routed_unreviewed") > 0))
-        budgeted = set(zip(over["tag.method_label"], over["tag.backbone"]))
-    head = "| Method | " + " | ".join(f"{m} Rec. | {m} F1" for m in llms) + " |"
-    sep = "|---" * (1 + 2 * len(llms)) + "|"
+    budgeted = budget_notes(runs)
+    head = "| Method | " + " | ".join(f"{m} Rec. | {m} F1" if m else "Rec. | F1" for m in columns) + " |"
+    sep = "|---" * (1 + 2 * len(columns)) + "|"
     lines, flat = [], []
 
     def row(label: str, cells: list[dict | None], block: str, marked: frozenset = frozenset()):
         """``marked``: LLM columns whose values carry † (a sampled test set)."""
         shown = f"{label}‡" if (label, block) in budgeted else label
-        text = [f"{_cell(c, m, n_rel)}{'†' if llm in marked and c else ''}" for llm, c in zip(llms, cells)
+        text = [f"{_cell(c, m, n_rel)}{'†' if llm in marked and c else ''}" for llm, c in zip(columns, cells)
                 for m in ("test_recall", "test_f1")]
         lines.append(f"| {shown} | " + " | ".join(text) + " |")
-        for llm, c in zip(llms, cells):
+        for llm, c in zip(columns, cells):
             if c is not None:
-                flat.append({"block": block, "method": label, "llm": llm, "sampled": llm in marked}
+                flat.append({"block": block, "method": label, "llm": llm or "–", "sampled": llm in marked}
                             | {k: c[k] for k in c if k.startswith("test_")} | {"seeds": c["seeds"], "relations": c["relations"]})
 
     def find(df, **eq):
@@ -178,12 +185,12 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
     if tsh is not None or kgfm is not None:
         lines += ["**Prior baselines**", "", head, sep]
         if tsh is not None:
-            row("TSH", [find(tsh)] * len(llms), "baselines")
+            row("TSH", [find(tsh)] * len(columns), "baselines")
         if kgfm is not None:
             sampled = frozenset()
             if "test_sampled" in runs.columns:
                 sampled = frozenset(runs.filter((pl.col("tag.method") == "kgfm") & (pl.col("test_sampled") == 1))["tag.llm"])
-            row("KG-FM", [find(kgfm, **{"tag.llm": m}) for m in llms], "baselines", sampled)
+            row("KG-FM", [find(kgfm, **{"tag.llm": m}) for m in columns], "baselines", sampled)
             if sampled:
                 lines += ["", "† sampled: metrics on a stratified sample of the test set (method.cap; size in test_evaluated)"]
         lines.append("")
@@ -191,30 +198,64 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
         lines += [f"**GNN backbone: {bb}**", "", head, sep]
         g = find(gnn, **{"tag.backbone": bb})
         if g is not None:
-            row("GNN", [g] * len(llms), bb)
-        for label in LABELS[1:]:
-            cells = [find(hy, **{"tag.method_label": label, "tag.backbone": bb, "tag.llm": m}) for m in llms]
+            row("GNN", [g] * len(columns), bb)
+        for label in hygrail_labels(runs):
+            cells = [find(hy, **{"tag.method_label": label, "tag.backbone": bb, "tag.llm": m}) for m in columns]
             if any(cells):
                 row(label, cells, bb)
         lines.append("")
     if budgeted:
-        lines.append("‡ review budget: only the routed hypotheses closest to the GNN threshold were reviewed; the "
-                     "rest of the band kept the GNN decision (test_routed_unreviewed)")
+        lines.append("‡ review budget: only part of the routed band was reviewed by the LLM; the rest kept the "
+                     "GNN-only decision. LLM call rate (Table 3) is the routed share; the LLM decided:")
+        lines += [f"- {label} ({bb}): {note}" for (label, bb), note in sorted(budgeted.items())]
     return "\n".join(lines), pl.DataFrame(flat)
+
+
+def budget_notes(runs: pl.DataFrame) -> dict[tuple[str, str], str]:
+    """(label, backbone) of HyGRAIL rows run under a review budget -> how much of the band the LLM
+    decided, summed over the row's runs (relations, LLMs, seeds)."""
+    if "test_routed_unreviewed" not in runs.columns:
+        return {}
+    over = runs.filter((pl.col("tag.method") == "hygrail") & (pl.col("test_routed_unreviewed") > 0))
+    if over.height == 0:
+        return {}
+    sums = over.group_by("tag.method_label", "tag.backbone").agg(
+        pl.col("test_reviewed").sum(), (pl.col("test_reviewed") + pl.col("test_routed_unreviewed")).sum().alias("routed"))
+    return {(r["tag.method_label"], r["tag.backbone"]):
+            f"{int(r['test_reviewed'])} of {int(r['routed'])} routed test hypotheses ({r['test_reviewed'] / r['routed']:.1%} of the band)"
+            for r in sums.iter_rows(named=True)}
+
+
+def attribution_table(runs: pl.DataFrame) -> str:
+    """Which region of each HyGRAIL cell changed which test decisions against GNN-only: hypotheses,
+    changed decisions, and the change in true / false positives (hygrail.metrics.attribution)."""
+    from hygrail.metrics import REGIONS
+
+    hy = runs.filter(pl.col("tag.method") == "hygrail")
+    if hy.height == 0 or "test_attr_reviewed_n" not in hy.columns:
+        return ""
+    lines = ["| relation | backbone | method | LLM | region | test hypotheses | changed vs GNN | ΔTP | ΔFP |",
+             "|---" * 9 + "|"]
+    for r in hy.sort("tag.relation", "tag.backbone", "tag.method_label", "tag.llm").iter_rows(named=True):
+        for region in REGIONS:
+            n, changed, tp, fp = (r[f"test_attr_{region}_{k}"] for k in ("n", "changed", "tp", "fp"))
+            lines.append(f"| {r['tag.relation']} | {r['tag.backbone']} | {r['tag.method_label']} | {r['tag.llm']} | "
+                         f"{REGION_NAMES[region]} | {n:.0f} | {changed:.0f} | {tp:+.0f} | {fp:+.0f} |")
+    return "\n".join(lines)
 
 
 def runs_table(runs: pl.DataFrame) -> str:
     """One line per cell: what `make run` prints (precision/recall/F1, routing and LLM cost)."""
     cols = {
         "tag.relation": "relation", "tag.backbone": "backbone", "tag.method_label": "method", "tag.llm": "LLM",
-        "test_precision": "P", "test_recall": "R", "test_f1": "F1", "test_call_rate": "call rate",
+        "test_precision": "P", "test_recall": "R", "test_f1": "F1", "test_call_rate": "LLM call rate (routed)",
         "test_reviewed": "test reviews", "test_routed_unreviewed": "routed, over budget",
         "llm_calls": "LLM calls", "llm_seconds": "LLM s",
     }
     df = runs.select([pl.col(c).alias(n) if c in runs.columns else pl.lit(None).alias(n) for c, n in cols.items()])
     df = df.with_columns(pl.when(pl.col("method").is_in(["GNN", "TSH"])).then(pl.lit("–")).otherwise(pl.col("LLM")).alias("LLM"))
     lines = ["| " + " | ".join(cols.values()) + " |", "|---" * len(cols) + "|"]
-    rates = {"P", "R", "F1", "call rate", "LLM s"}
+    rates = {"P", "R", "F1", "LLM call rate (routed)", "LLM s"}
     for r in df.sort("relation", "backbone", "method").iter_rows(named=True):
         cells = ["–" if v is None else f"{v:.3f}" if k in rates else str(int(v)) if isinstance(v, float) else str(v) for k, v in r.items()]
         lines.append("| " + " | ".join(cells) + " |")
@@ -222,29 +263,35 @@ def runs_table(runs: pl.DataFrame) -> str:
 
 
 def table3(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
-    """Paper Table 3: test LLM call rate and reduction per backbone. Routing depends on the GNN
-    only, so each (backbone, relation, seed) counts once, however many LLM x evidence cells it has.
-    ``band`` is the routed share, ``call rate`` the reviewed share (lower only under a review budget);
-    micro pooling weights relations by their test size."""
+    """Paper Table 3: test LLM call rate (the share of test hypotheses routed to the LLM) and its
+    reduction per backbone. Routing depends on the GNN only, so each (backbone, relation, seed)
+    counts once, however many LLM x evidence cells it has; micro pooling weights relations by their
+    test size. Under a review budget the LLM reviewed only part of the band: ``reviewed`` is that
+    share of test (shown when it differs from the call rate)."""
     hy = runs.filter(pl.col("tag.method") == "hygrail")
-    rates = ("test_call_rate", "band_test_call_rate")
-    if "band_test_call_rate" not in hy.columns:
-        hy = hy.with_columns(pl.col("test_call_rate").alias("band_test_call_rate"))
+    if "test_review_rate" not in hy.columns:
+        hy = hy.with_columns(pl.col("test_call_rate").alias("test_review_rate"))
     if "test_n" not in hy.columns:
         hy = hy.with_columns(pl.lit(1.0).alias("test_n"))
+    rates = ("test_call_rate", "test_review_rate")
     per_rel = hy.group_by("tag.backbone", "tag.relation", "param.seed").agg(
         *[pl.col(c).mean() for c in rates], pl.col("test_n").first())
     per_rel = per_rel.with_columns((pl.col("test_n") if how == "micro" else pl.lit(1.0)).alias("w"))
     per_seed = per_rel.group_by("tag.backbone", "param.seed").agg(
         *[((pl.col(c) * pl.col("w")).sum() / pl.col("w").sum()).alias(c) for c in rates], pl.len().alias("relations"))
     df = _over_seeds(per_seed, ["tag.backbone"], rates).select(
-        pl.col("tag.backbone").alias("backbone"), pl.col("band_test_call_rate").alias("band_rate"), "test_call_rate",
-        (1 - pl.col("test_call_rate")).alias("reduction"), "relations")
-    lines = ["| GNN backbone | routed (band) | LLM call rate | Reduction |", "|---|---|---|---|"]
-    lines += [f"| {r['backbone']} | {r['band_rate']:.2%} | {r['test_call_rate']:.2%} | {r['reduction']:.2%} |"
-              for r in df.iter_rows(named=True)]
+        pl.col("tag.backbone").alias("backbone"), "test_call_rate", (1 - pl.col("test_call_rate")).alias("reduction"),
+        "test_review_rate", "relations")
+    budget = bool(df.height) and bool((df["test_review_rate"] < df["test_call_rate"]).any())
+    head = "| GNN backbone | LLM call rate | Reduction |" + (" LLM-reviewed (budget) |" if budget else "")
+    lines = [head, "|---" * (4 if budget else 3) + "|"]
+
+    def line(name: str, call: float, red: float, rev: float) -> str:
+        return f"| {name} | {call:.2%} | {red:.2%} |" + (f" {rev:.2%} |" if budget else "")
+
+    lines += [line(r["backbone"], r["test_call_rate"], r["reduction"], r["test_review_rate"]) for r in df.iter_rows(named=True)]
     if df.height:
-        lines.append(f"| mean | {df['band_rate'].mean():.2%} | {df['test_call_rate'].mean():.2%} | {df['reduction'].mean():.2%} |")
+        lines.append(line("mean", df["test_call_rate"].mean(), df["reduction"].mean(), df["test_review_rate"].mean()))
     return "\n".join(lines), df
 
 
@@ -300,7 +347,12 @@ def tables(runs: pl.DataFrame, args) -> None:
     (args.out / "table3.md").write_text(f"# Table 3 ({args.pool} over relations)\n\n{md3}\n")
     t3.write_csv(args.out / "table3.csv")
     (args.out / "runs.md").write_text(runs_table(runs) + "\n")
+    attr = attribution_table(runs)
+    (args.out / "attribution.md").write_text(f"# Decision attribution (test)\n\n{attr}\n")
     print("Runs (test split)\n", runs_table(runs), "\nTable 2\n", md2, "\nTable 3\n", md3, sep="\n")
+    if attr and runs.filter(pl.col("tag.method") == "hygrail").height <= 8:  # a sweep's worth goes to the file only
+        print("\nDecision attribution (test): which region changed which decisions against GNN-only\n")
+        print(attr)
 
 
 def main(argv: list[str] | None = None) -> None:

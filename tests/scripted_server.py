@@ -4,7 +4,8 @@ Each request is answered by a behaviour: the script whose marker occurs in the r
 (behaviours consumed in order, the last one repeating), else `default`. Behaviours: Reply (any
 content: valid, fenced, malformed, truncated JSON; optional delay, logprobs, usage), Status (500,
 429, ... with Retry-After), Drop (connection closed without a reply), Cut (reply body cut short),
-Garbage (200 with a non-JSON body), BadHTTP (a response that is not HTTP: a broken status line). Every request body is recorded; `count` and `max_in_flight`
+Garbage (200 with a non-JSON body), BadHTTP (a response that is not HTTP: a broken status line).
+GET /v1/models lists `models` (what the client's probe asks). Every request body is recorded; `count` and `max_in_flight`
 let tests assert how many calls were made and how many ran at once.
 
     from scripted_server import Reply, Status, ScriptedServer, scripted_server   # fixture
@@ -76,11 +77,14 @@ Behaviour = Reply | Status | Drop | Cut | Garbage | BadHTTP
 
 
 class ScriptedServer:
-    def __init__(self, default: Behaviour | None = None, latency: float = 0.0, port: int = 0):
+    def __init__(self, default: Behaviour | None = None, latency: float = 0.0, port: int = 0,
+                 models: tuple[str, ...] = ("scripted-model",)):
         self.default = default or Reply()
+        self.models = models  # what GET /v1/models lists
         self.latency = latency
         self.requests: list[dict] = []
         self.authorizations: list[str | None] = []
+        self.paths: list[str] = []  # request paths with their query
         self.max_in_flight = 0
         self._scripts: list[tuple[str, deque]] = []
         self._lock = threading.Lock()
@@ -128,10 +132,20 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
+            def do_GET(self) -> None:
+                server.authorizations.append(self.headers.get("Authorization"))
+                server.paths.append(self.path)
+                if self.path.rstrip("/").endswith("/models"):
+                    data = [{"id": m, "object": "model", "owned_by": "scripted"} for m in server.models]
+                    self._send(200, json.dumps({"object": "list", "data": data}).encode())
+                else:
+                    self._send(404, b'{"error": {"message": "not found"}}')
+
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 body = json.loads(raw or b"{}")
                 server.authorizations.append(self.headers.get("Authorization"))
+                server.paths.append(self.path)
                 behaviour = server._choose(body)
                 with server._lock:
                     server._in_flight += 1

@@ -23,9 +23,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from hygrail.data.split import temporal_split
-from hygrail.evidence.naturalize import NATURALIZE_PROMPT, llm_naturalize, render
-from hygrail.evidence.retrieve import Evidence, Finding, graph_stats, retrieve
+from hygrail.evidence.mode import Hypothesis, load_mode
+from hygrail.evidence.naturalize import NATURALIZE_PROMPT, render
+from hygrail.evidence.retrieve import Evidence, Finding, evidence_cuts, graph_stats, retrieve, score_contradictions
 from hygrail.kg import KG, DataError
+from scripted_server import Reply, ScriptedServer
 
 from conftest import CONF
 
@@ -55,11 +57,11 @@ CFG = {
     "neighbour_cap": 10,
     "budget": 1.0,
     "sides": "both",
-    "style": {"count_quantile": 0.5, "weight_high": 0.35},
-    "strength": {"strong": 0.85, "moderate": 0.5},
-    "hub": {"quantile": None, "median_factor": 2},
+    "style": {"count_quantile": 0.5, "weight_mean_factor": 1.0},
+    "strength": {"strong_quantile": 0.75, "moderate_quantile": 0.5, "calibration_pairs": 500},
+    "hub": {"penalty": 0.9},  # a tiny graph has no e x q90 hubs: flag the intermediates losing >= 10%
     "convergence": {"min_paths": 2},
-    "contradiction": {"score_high": 0.5, "score_low": 0.2},
+    "contradiction": {"score_high": 0.5, "score_low": 0.2},  # explicit cuts (the YAML names calibrated ones)
 }
 
 ln = math.log
@@ -106,7 +108,7 @@ def test_node_level_top_k_eviscore_and_styles(kg, rel):
     # LiCoO2 (CHM-CHM, 60), catalysis (CHM-APL, 40); then olivine in CHM-SPL {50, 10}:
     # 0.5 * 1 + 0.5 * 50/60 = 0.91667 (capacity 0.84884 and the rest fall below k = 3).
     # Styles: count cut = median of the edge type's counts in the graph (CHM-CHM 60, CHM-APL 80,
-    # CHM-SPL 30), weight cut 0.35.
+    # CHM-SPL 30); weight high at w >= 1/n, n = the endpoint's edges of that type (count >= their mean).
     assert feats(ev.left) == [
         ("LiCoO2", "CHM-CHM", 60, "well_established"),
         ("catalysis", "CHM-APL", 40, "promising"),  # 40 < 80, w = 1
@@ -121,7 +123,7 @@ def test_node_level_top_k_eviscore_and_styles(kg, rel):
     assert feats(ev.right) == [
         ("LiCoO2", "APL-CHM", 500, "well_established"),
         ("capacity", "APL-PRO", 400, "well_established"),  # PRO-APL median 115
-        ("conductivity", "APL-PRO", 200, "common"),  # 200 >= 115, w = 0.317 < 0.35
+        ("conductivity", "APL-PRO", 200, "common"),  # 200 >= 115, w = 0.317 < 1/3 (mean 210)
     ]
     cond = ev.right.features[2]
     assert cond.norm_count == pytest.approx(ln(201) / ln(401))
@@ -157,7 +159,7 @@ W = {
     ("temperature", "sensor"): 0.375, ("LiFePO4", "battery"): 1.0,
 }  # fmt: skip
 # Degree penalty 1 / (1 + ln(max(1, deg / q90 deg of the type))), np.quantile (linear):
-# PRO degrees [1 1 2 3 6] -> q90 4.8, so only temperature (6) pays; CHM [2 3 4 7] -> 6.1;
+# PRO degrees [1 1 2 3 6] -> q90 4.8, so only temperature (6) pays; CHM [2 3 4 8] -> 6.8;
 # APL [1 2 6] -> 5.2, so battery (6) pays when it is an intermediate.
 PEN = {
     "capacity": 1.0, "conductivity": 1.0, "temperature": 1 / (1 + ln(6 / 4.8)),
@@ -170,8 +172,14 @@ def hand_score(*names):
     return math.prod(ws) ** (1 / len(ws)) * math.prod(PEN[m] for m in names[1:-1])
 
 
+# Strength cuts: quantiles of the top-5 path scores of the graph's CHM-APL edges, each edge left out
+# (17 scores: LiFePO4-battery the 5 below; battery-LiCoO2 0.86022 0.86022 0.81009 0.74754 0.71008;
+# battery-NiO 0.42429 0.27909 0.25033; LiFePO4-catalysis 0.54365 0.27365; catalysis-NiO 0.32425 0.16321).
+# strong = q0.75 = the 13th of 17 = battery-LiFePO4-LiCoO2 = 1 x pen(LiFePO4) = 1 / (1 + ln(8 / 6.8));
+# moderate = q0.5 = the 9th = battery-LiFePO4-conductivity-LiCoO2 = cbrt(1 x 0.75 x 0.875) x pen(LiFePO4).
+STRONG, MODERATE = 1 / (1 + ln(8 / 6.8)), (0.65625 ** (1 / 3)) / (1 + ln(8 / 6.8))
 # All 8 simple 2/3-hop paths LiFePO4..battery avoiding the edge itself, best first
-# (strong >= 0.85, moderate >= 0.5; hub: degree > 2 x type median, PRO median 2).
+# (strong >= 0.86022, moderate >= 0.74754; hub: penalty <= 0.9, so temperature (0.818) is one).
 ALL_PATHS = [
     (("LiFePO4", "capacity", "battery"), "strong", False),  # 1.0
     (("LiFePO4", "LiCoO2", "battery"), "strong", False),  # sqrt(0.8) = 0.89443
@@ -246,20 +254,40 @@ def test_neighbour_cap_keeps_best_neighbours(kg, rel):
     assert path_rows(ev) == [r for r in ALL_PATHS if len(r[0]) == 3]
 
 
-def test_hub_cut_rules(kg):
+def test_hub_cut_rules(kg, rel):
     stats = graph_stats(kg)
     pro = kg.schema.node_types.index("PRO")
-    # PRO degrees sorted [1, 1, 2, 3, 6]: median 2, q0.5 = 2, 2 x median = 4
-    assert stats.hub_cuts(None, 2)[pro] == 4
-    assert stats.hub_cuts(0.5, None)[pro] == 2
-    assert stats.hub_cuts(0.5, 2)[pro] == 2
-    assert np.isinf(stats.hub_cuts(None, None)[pro])
+    # PRO degrees sorted [1, 1, 2, 3, 6]: q90 4.8; a hub's penalty 1 / (1 + ln(deg / 4.8)) <= penalty
+    assert stats.hub_cut(0.5)[pro] == pytest.approx(math.e * 4.8)  # the default: halves the path score
+    assert stats.hub_cut(0.9)[pro] == pytest.approx(math.exp(1 / 0.9 - 1) * 4.8)  # 5.36: temperature (6)
+    assert stats.hub_cut(1.0)[pro] == pytest.approx(4.8)  # any penalty at all
+    for bad in (0, 1.5):
+        with pytest.raises(DataError, match="evidence.hub.penalty"):
+            stats.hub_cut(bad)
+    ev = retrieve(kg, ID["LiFePO4"], ID["battery"], rel, cfg(hub={"penalty": 0.5}, budget=2))
+    assert not any(p.hub for p in ev.paths)  # e x 4.8 = 13.0 > 6: no hubs in so small a graph
+
+
+def test_strength_cuts_are_quantiles_of_the_relations_own_paths(kg, rel):
+    cuts = evidence_cuts(kg, rel, CFG)
+    assert (cuts.strong, cuts.moderate) == (pytest.approx(STRONG), pytest.approx(MODERATE))
+    assert (cuts.calibration_pairs, cuts.calibration_paths) == (5, 17)
+    # the budget ablation keeps the cuts (p before the multiplier); other quantiles move them
+    assert evidence_cuts(kg, rel, cfg(budget=3)) == cuts
+    lower = evidence_cuts(kg, rel, cfg(strength={**CFG["strength"], "strong_quantile": 0.5, "moderate_quantile": 0.0}))
+    assert (lower.strong, lower.moderate) == (pytest.approx(MODERATE), pytest.approx(0.16321, abs=1e-5))
+    # a sample of 2 of the 5 CHM-APL edges pools fewer paths
+    assert evidence_cuts(kg, rel, cfg(strength={**CFG["strength"], "calibration_pairs": 2})).calibration_pairs == 2
+    assert cuts.count_high["CHM-APL"] == 80 and cuts.hub_degree["PRO"] == pytest.approx(math.exp(1 / 0.9 - 1) * 4.8)
+    assert cuts.flat()["hub_degree.PRO"] == cuts.hub_degree["PRO"] and "seconds" in cuts.flat()
+    with pytest.raises(DataError, match="moderate_quantile 0.9 and strong_quantile 0.5"):
+        evidence_cuts(kg, rel, cfg(strength={**CFG["strength"], "strong_quantile": 0.5, "moderate_quantile": 0.9}))
 
 
 # -- findings ---------------------------------------------------------------------------------------
 def test_competing_and_score_contradictions(kg, rel, templates):
     # LiFePO4 -> sensor: the only paths run through the hub temperature, and LiFePO4's kept
-    # evidence holds a well-established CHM-APL edge to battery (999 >= median 80, w 0.96).
+    # evidence holds a well-established CHM-APL edge to battery (999 >= median 80, w 0.96 >= 1/2).
     ev = retrieve(kg, ID["LiFePO4"], ID["sensor"], rel, CFG)
     # battery-temperature-sensor: cbrt(1 x 3/8 x 3/8) x pen(battery) x pen(temperature) = 0.37193
     assert path_rows(ev) == [
@@ -281,6 +309,38 @@ def test_competing_and_score_contradictions(kg, rel, templates):
     assert "A path exists via temperature, but this is a generic/common node (path score=" in text
     # A middling score adds nothing.
     assert "GNN score (" not in render(ev, "template", templates, 0.3, CFG)
+    # The mode takes the cell's validation-calibrated cut by name (what the pipeline passes in).
+    named = CFG | {"contradiction": {"score_high": "gnn_threshold", "score_low": "gnn_threshold"},
+                   "strategy": "hygrail.evidence.naturalize.Template"}
+    h = Hypothesis(ID["LiFePO4"], ID["sensor"], 0.3)
+    high = load_mode(named, templates, {"gnn_threshold": 0.25}).prepare(kg, rel, [h])[0].text
+    low = load_mode(named, templates, {"gnn_threshold": 0.35}).prepare(kg, rel, [h])[0].text
+    assert "the GNN score (0.3000) favours the link" in high and "GNN score (" not in low
+
+
+def test_score_contradictions_take_validation_calibrated_cuts(kg, rel, caplog, monkeypatch):
+    import hygrail.evidence.retrieve as retrieve_module
+
+    rule = cfg(contradiction={"score_high": "gnn_threshold", "score_low": "gnn_threshold"})  # the YAML's rule
+    strong_paths = retrieve(kg, ID["LiFePO4"], ID["battery"], rel, CFG)
+    hub_paths_only = retrieve(kg, ID["LiFePO4"], ID["sensor"], rel, CFG)
+    t = {"gnn_threshold": 0.7, "band_low": 0.2, "band_high": 0.9}
+    # GNN-only says no (0.69 < 0.7) despite a strong path; says yes (0.7 >= 0.7) with no informative one
+    assert [f.kind for f in score_contradictions(strong_paths, 0.69, rule, t)] == ["score_low"]
+    assert score_contradictions(strong_paths, 0.7, rule, t) == []
+    assert [f.kind for f in score_contradictions(hub_paths_only, 0.7, rule, t)] == ["score_high"]
+    assert score_contradictions(hub_paths_only, 0.69, rule, t) == []
+    band = cfg(contradiction={"score_high": "band_high", "score_low": "band_low"})
+    assert score_contradictions(hub_paths_only, 0.7, band, t) == []
+    assert [f.kind for f in score_contradictions(strong_paths, 0.19, band, t)] == ["score_low"]
+    # without the calibrated quantity nothing can be judged: no finding, one warning
+    monkeypatch.setattr(retrieve_module, "_warned_uncalibrated", False)
+    with caplog.at_level("WARNING", logger="hygrail.evidence"):
+        assert score_contradictions(hub_paths_only, 0.99, rule) == []
+        assert score_contradictions(hub_paths_only, 0.99, rule, {"band_low": 0.1}) == []
+    assert [r.message.count("gnn_threshold") for r in caplog.records] == [2]
+    with pytest.raises(DataError, match="evidence.contradiction.score_high='median'; expected one of gnn_threshold"):
+        score_contradictions(hub_paths_only, 0.5, cfg(contradiction={"score_high": "median", "score_low": 0.1}), t)
 
 
 # -- naturalization ---------------------------------------------------------------------------------
@@ -332,17 +392,25 @@ def test_weak_hub_and_no_path_sentences(kg, rel, templates):
     )
 
 
+class _Chat:
+    """Stands in for the review client's batched chat; None = a failed call."""
+
+    def __init__(self, *replies):
+        self.replies, self.seen = list(replies), []
+
+    def chat_many(self, conversations, max_tokens=None):
+        self.seen += conversations
+        return self.replies[: len(conversations)]
+
+
 def test_llm_naturalization_prompt_and_wrapping(kg, rel, templates):
-    ev = retrieve(kg, ID["LiFePO4"], ID["battery"], rel, CFG)
-    seen = []
-
-    def chat(messages):
-        seen.append(messages)
-        return "  Graph evidence: capacity and conductivity link LiFePO4 to battery.  "
-
-    text = llm_naturalize(ev, templates, chat, score=0.42, cfg=CFG)
-    assert len(seen) == 1
-    system, user = seen[0]
+    mode = load_mode(CFG | {"mode": "llm", "strategy": "hygrail.evidence.naturalize.LLMNaturalization",
+                            "naturalize_max_tokens": 400}, templates)
+    chat = _Chat("  Graph evidence: capacity and conductivity link LiFePO4 to battery.  ", None)
+    hyps = [Hypothesis(ID["LiFePO4"], ID["battery"], 0.42)] * 2
+    good, failed = mode.prepare(kg, rel, hyps, chat)
+    assert len(chat.seen) == 2  # one batched pre-stage call per hypothesis
+    system, user = chat.seen[0]
     assert system == {"role": "system", "content": NATURALIZE_PROMPT["system"]}
     body = user["content"]
     assert body.startswith("Hypothesis: The material LiFePO4 can be effectively used for battery.")
@@ -350,14 +418,28 @@ def test_llm_naturalization_prompt_and_wrapping(kg, rel, templates):
     assert "- LiFePO4 (material) — LiCoO2 (material) — conductivity (property) — battery (application) (score=0.869, strong)" in body
     assert "Convergence: property: capacity, conductivity (2 paths)" in body
     assert "Graph evidence:" in body and "Background knowledge (not from the graph):" in body
-    assert text == (
+    assert good.text == (
         "Hypothesis: The material LiFePO4 can be effectively used for battery.\n"
         "Evidence: The following evidence about LiFePO4 and battery has been extracted from the knowledge graph:\n"
         "Graph evidence: capacity and conductivity link LiFePO4 to battery.\n"
         "(GNN prediction score: 0.4200)"
     )
-    with pytest.raises(ValueError, match="use llm_naturalize"):
+    assert not good.fallback and good.structured["left"]["name"] == "LiFePO4"
+    # a failed naturalization falls back to the template text, and is counted
+    ev = retrieve(kg, ID["LiFePO4"], ID["battery"], rel, CFG)
+    assert failed.fallback and failed.text == render(ev, "template", templates, 0.42, CFG)
+    assert mode.summary([good, failed]) == {"evidence_fallbacks": 1.0, "evidence_skipped": 0.0}
+    with pytest.raises(ValueError, match="LLMNaturalization"):
         render(ev, "llm", templates, 0.42, CFG)
+
+
+def test_unknown_strategy_is_a_one_line_error(templates):
+    from hygrail.kg import DataError
+
+    with pytest.raises(DataError, match="evidence.strategy='hygrail.evidence.nope.Mode'"):
+        load_mode({"mode": "nope", "strategy": "hygrail.evidence.nope.Mode"}, templates)
+    with pytest.raises(DataError, match="is not an EvidenceMode class"):
+        load_mode({"mode": "x", "strategy": "hygrail.kg.KG"}, templates)
 
 
 # -- ablation knobs (§5.3) --------------------------------------------------------------------------
@@ -495,7 +577,7 @@ def test_evidence_configs_compose():
         modes = {m: compose(config_name=None, overrides=[f"+evidence={m}"]).evidence for m in ("none", "template", "llm")}
     assert {m: c.mode for m, c in modes.items()} == {"none": "none", "template": "template", "llm": "llm"}
     # none and llm share the template file's retrieval settings
-    strip = lambda c: {k: v for k, v in OmegaConf.to_container(c).items() if k != "mode"}  # noqa: E731
+    strip = lambda c: {k: v for k, v in OmegaConf.to_container(c).items() if k not in ("mode", "strategy", "label")}  # noqa: E731
     assert strip(modes["none"]) == strip(modes["template"]) == strip(modes["llm"])
     assert modes["template"].budget == 1.0 and modes["template"].sides == "both"
 
@@ -511,10 +593,17 @@ def test_cli_prints_evidence_and_text(matkg_schema, tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.count("=== CHM-APL: ") == 2 and "[test positive]" in out and "[test negative]" in out
     assert out.count("(GNN prediction score: 0.2500)") == 2
+    # a mode with an LLM pre-stage: skipped (and said) without --llm, run through the client with it
     main([*data, "--left", "n0", "--right", "n30", "--json", "--evidence", "llm", "evidence.k=2"])
     out = capsys.readouterr().out
-    assert out.startswith("=== CHM-APL: n0 -> n30\n{")
-    assert "--- system\n" in out and "Hypothesis: The material n0 can be effectively used for n30." in out
+    assert out.startswith("(evidence=llm has LLM pre-stages; no --llm given, so this is its template fallback)")
+    assert "=== CHM-APL: n0 -> n30\n{" in out and '"structured": {' in out
+    assert "Hypothesis: The material n0 can be effectively used for n30." in out
+    with ScriptedServer(default=Reply("Graph evidence: n0 and n30 share nothing notable.")) as server:
+        main([*data, "--left", "n0", "--right", "n30", "--evidence", "llm", "--llm", "scripted",
+              f"llm.base_url={server.base_url}", "--cache", str(tmp_path / "llm")])
+        assert server.count == 1 and "You summarise" in server.requests[0]["messages"][0]["content"]
+    assert "Graph evidence: n0 and n30 share nothing notable." in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no node 'nope' of type CHM"):
         main([*data, "--left", "nope", "--right", "n30"])
 

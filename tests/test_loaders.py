@@ -73,8 +73,11 @@ def test_matkg_real_sample(matkg_schema, caplog):
     assert len(nbrs) == kg.degree[g] == 2265
     assert kg.counts[eids].sum() == 372_326 and kg.counts[eids].max() == 9038 and kg.counts[eids].min() == 30
     assert kg.counts[kg.edge_id(g, kg.node_id("PRO", "Structure"))] == 9038
-    # Both directions agree everywhere, so nothing was merged or flagged; the 10 mention rows date nothing.
-    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    # Both directions agree everywhere, so nothing was merged or flagged; the 10 mention rows date
+    # nothing, which is the one warning: splits of this KG would be random, not temporal.
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "ENTPTNERDOI.sample.csv: no edge has a year" in warnings[0]
+    assert "every split of this KG is random, not temporal" in warnings[0]
     assert (kg.edges["year"] == -1).all()
 
 
@@ -115,11 +118,22 @@ def test_csv_fixture_ids_orientation_and_merge(matkg_schema, caplog):
     ]
 
 
-def test_csv_without_year_column(tmp_path, matkg_schema):
+def test_csv_without_year_column(tmp_path, matkg_schema, caplog):
+    caplog.set_level(logging.WARNING, logger="hygrail.data")
     nodes = write(tmp_path / "nodes.csv", "id,name,type\n1,A,CHM\n2,B,PRO\n")
     edges = write(tmp_path / "edges.csv", "src,dst,type,count\n2,1,PRO-CHM,7\n")
     kg = load_csv(nodes, edges, matkg_schema)
     assert kg.edges.rows() == [(0, 1, "CHM-PRO", 7, -1)]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{edges}: no edge has a year (no year column), so every split of this KG is random, not temporal (paper §4)"
+    ]
+    caplog.clear()
+    write(edges, "src,dst,type,count,year\n2,1,PRO-CHM,7,\n")
+    load_csv(nodes, edges, matkg_schema)
+    assert "(the year column is empty or -1 throughout)" in caplog.records[0].getMessage()
+    caplog.clear()
+    load_matkg(write(tmp_path / "SUBRELOBJ.csv", "Subject,Object,Rel,Count\nA,B,CHM-PRO,40\n"), matkg_schema)
+    assert "no ENTPTNERDOI.csv: data.entptnerdoi unset or not found under data.path" in caplog.records[0].getMessage()
 
 
 def test_csv_accepts_bom_crlf_and_blank_lines(tmp_path, matkg_schema):

@@ -58,27 +58,73 @@ def test_tables_have_the_paper_rows():
     md3, t3 = table3(RUNS)
     assert t3.select("backbone", "test_call_rate", "reduction").to_dicts() == [
         {"backbone": "rgcn", "test_call_rate": pytest.approx(0.4), "reduction": pytest.approx(0.6)}]
-    assert "| rgcn | 40.00% | 40.00% | 60.00% |" in md3
+    # no review budget: the reviewed share equals the call rate, so no extra column
+    assert "| rgcn | 40.00% | 60.00% |" in md3 and "budget" not in md3
 
 
 def test_table3_counts_each_relation_once_and_micro_weights_by_test_size():
     # Two LLM x evidence cells per (backbone, relation): routing is the GNN's, so it counts once.
-    rows = [_run("hygrail", label, "hgt", llm, rel, 42, 0.5, 0.5, rate, 1, 1, 1) | {"test_n": n, "band_test_call_rate": band}
-            for rel, rate, band, n in (("chm_apl", 0.1, 0.6, 100.0), ("chm_pro", 0.3, 0.2, 300.0))
+    # test_call_rate is the routed share (the paper's); test_review_rate what a budget let the LLM see.
+    rows = [_run("hygrail", label, "hgt", llm, rel, 42, 0.5, 0.5, rate, 1, 1, 1) | {"test_n": n, "test_review_rate": rev}
+            for rel, rate, rev, n in (("chm_apl", 0.6, 0.1, 100.0), ("chm_pro", 0.2, 0.2, 300.0))
             for label, llm in (("HyGRAIL-NE", "a"), ("HyGRAIL-Auto", "b"))]
-    rows.append(_run("hygrail", "HyGRAIL-LLM", "hgt", "c", "chm_apl", 42, 0.5, 0.5, 0.1, 1, 1, 1) | {"test_n": 100.0, "band_test_call_rate": 0.6})
+    rows.append(_run("hygrail", "HyGRAIL-LLM", "hgt", "c", "chm_apl", 42, 0.5, 0.5, 0.6, 1, 1, 1) | {"test_n": 100.0, "test_review_rate": 0.1})
     runs = pl.DataFrame(rows)
-    macro = table3(runs, "macro")[1].to_dicts()[0]
-    assert (macro["test_call_rate"], macro["band_rate"]) == (pytest.approx(0.2), pytest.approx(0.4))
+    md, t = table3(runs, "macro")
+    macro = t.to_dicts()[0]
+    assert (macro["test_call_rate"], macro["reduction"], macro["test_review_rate"]) == (
+        pytest.approx(0.4), pytest.approx(0.6), pytest.approx(0.15))
+    assert "| GNN backbone | LLM call rate | Reduction | LLM-reviewed (budget) |" in md
+    assert "| hgt | 40.00% | 60.00% | 15.00% |" in md
     micro = table3(runs, "micro")[1].to_dicts()[0]
-    assert micro["test_call_rate"] == pytest.approx((0.1 * 100 + 0.3 * 300) / 400)
-    assert micro["band_rate"] == pytest.approx((0.6 * 100 + 0.2 * 300) / 400)
+    assert micro["test_call_rate"] == pytest.approx((0.6 * 100 + 0.2 * 300) / 400)
+    assert micro["test_review_rate"] == pytest.approx((0.1 * 100 + 0.2 * 300) / 400)
 
 
-def test_budgeted_rows_are_marked():
-    runs = RUNS.with_columns(pl.when(pl.col("tag.method") == "hygrail").then(5.0).otherwise(0.0).alias("test_routed_unreviewed"))
+def test_budgeted_rows_say_how_much_of_the_band_the_llm_decided():
+    hy = pl.col("tag.method") == "hygrail"
+    runs = RUNS.with_columns(pl.when(hy).then(5.0).otherwise(0.0).alias("test_routed_unreviewed"),
+                             pl.when(hy).then(15.0).otherwise(0.0).alias("test_reviewed"))
     md, _ = table2(runs)
-    assert "| HyGRAIL-Auto‡ |" in md and "‡ review budget" in md and "| GNN |" in md
+    assert "| HyGRAIL-Auto‡ |" in md and "| GNN |" in md
+    # 4 runs, each 15 reviewed of 20 routed
+    assert "- HyGRAIL-Auto (rgcn): 60 of 80 routed test hypotheses (75.0% of the band)" in md
+
+
+@pytest.mark.parametrize("methods", [m for k in range(1, 5) for m in __import__("itertools").combinations(
+    ("gnn_only", "tsh", "kgfm", "hygrail"), k)])
+def test_every_mix_of_methods_renders_well_formed_tables(methods):
+    """A new KG's first sweep may hold GNN-only and TSH runs only, or any other mix."""
+    kgfm = _run("kgfm", "KG-FM", "rgcn", "qwen3_4b", "chm_apl", 42, 0.2, 0.3, 1.0, 3, 17, 7)
+    runs = pl.concat([RUNS, pl.DataFrame([kgfm])], how="diagonal").filter(pl.col("tag.method").is_in(methods))
+    md, flat = table2(runs)
+    blocks = [b for b in md.split("\n\n") if b.startswith("| Method")]
+    assert blocks, md
+    for block in blocks:
+        rows = block.splitlines()
+        assert rows[1] == "|---" * (rows[0].count("|") - 1) + "|"
+        assert all(r.count("|") == rows[0].count("|") for r in rows), block
+        assert "|  |" not in block and all(c.strip() for c in rows[0].split("|")[1:-1]), block
+    if set(methods) <= {"gnn_only", "tsh"}:
+        assert blocks[0].startswith("| Method | Rec. | F1 |")
+    assert set(flat["method"]) == {{"gnn_only": "GNN", "tsh": "TSH", "kgfm": "KG-FM", "hygrail": "HyGRAIL-Auto"}[m] for m in methods}
+    md3, _ = table3(runs)
+    assert md3.startswith("| GNN backbone | LLM call rate | Reduction |")
+
+
+def test_attribution_table_one_row_per_region():
+    from hygrail.report import attribution_table
+
+    attr = {f"test_attr_{r}_{k}": v for r, vals in (("auto_reject", (700, 3, -1, -2)), ("auto_accept", (20, 9, 1, 8)),
+                                                     ("reviewed", (40, 0, 0, 0)), ("over_budget", (600, 0, 0, 0)))
+            for k, v in zip(("n", "changed", "tp", "fp"), vals)}
+    runs = pl.concat([RUNS, pl.DataFrame([RUNS.row(0, named=True) | attr])], how="diagonal").filter(
+        pl.col("test_attr_reviewed_n").is_not_null())
+    lines = attribution_table(runs).splitlines()
+    assert len(lines) == 2 + 4
+    assert "| chm_apl | rgcn | HyGRAIL-Auto | qwen3_4b | auto-accept (above b*) | 20 | 9 | +1 | +8 |" in lines
+    assert "| chm_apl | rgcn | HyGRAIL-Auto | qwen3_4b | auto-reject (below a*) | 700 | 3 | -1 | -2 |" in lines
+    assert attribution_table(RUNS) == ""  # runs from before attribution: nothing to show
 
 
 def test_two_runs_of_one_cell_stop_the_report_naming_what_differs():

@@ -7,6 +7,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from hygrail.review.cache import ReplyCache, request_key
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,49 +29,106 @@ def test_model_identity_is_part_of_the_key():
 
 def test_first_writer_wins(tmp_path):
     """Two jobs that both sent a request must log the same reply: the one stored first."""
-    cache = ReplyCache(tmp_path / "llm.db")
-    assert cache.put("k", {"model": "m"}, {"content": "first"}) == {"content": "first"}
-    assert cache.put("k", {"model": "m"}, {"content": "second"}) == {"content": "first"}
-    assert cache.get("k") == {"content": "first"} and len(cache) == 1
+    cache = ReplyCache(tmp_path / "llm")
+    k = request_key({"model": "m"})
+    assert cache.put(k, {"model": "m"}, {"content": "first"}) == {"content": "first"}
+    assert cache.put(k, {"model": "m"}, {"content": "second"}) == {"content": "first"}
+    assert cache.get(k) == {"content": "first"} and len(cache) == 1
+    with pytest.raises(ValueError, match="hex digest"):
+        cache.get("../../etc/passwd")
 
 
-def test_put_get_roundtrip_and_persistence(tmp_path):
-    path = tmp_path / "c" / "llm.db"
-    cache = ReplyCache(path)
-    assert cache.get("k") is None
-    cache.put("k", {"model": "m"}, {"content": "ü", "latency": 1.5})
+def test_put_get_roundtrip_persistence_and_no_database(tmp_path):
+    cache = ReplyCache(tmp_path / "c" / "llm")
+    k = request_key({"model": "m", "messages": []})
+    assert cache.get(k) is None
+    cache.put(k, {"model": "m"}, {"content": "ü", "latency": 1.5})
     cache.close()
-    again = ReplyCache(path)
-    assert again.get("k") == {"content": "ü", "latency": 1.5}
+    again = ReplyCache(tmp_path / "c" / "llm")
+    assert again.get(k) == {"content": "ü", "latency": 1.5}
     assert len(again) == 1
-    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    # nothing that needs locks or shared memory: no SQLite file, no WAL, no lock file
+    names = [p.name for p in (tmp_path / "c").rglob("*") if p.is_file()]
+    assert names == [f"{k}.json"]
+    # a damaged entry is a miss (never a verdict), and the next reply replaces it
+    (tmp_path / "c" / "llm" / k[:2] / f"{k}.json").write_text('{"key": "')
+    assert again.get(k) is None
+    assert again.put(k, {"model": "m"}, {"content": "new"}) == {"content": "new"} == again.get(k)
+
+
+def test_replies_of_the_single_sqlite_file_are_still_read(tmp_path):
+    """Earlier versions kept one SQLite file (cache/llm.sqlite, WAL): its replies are not lost."""
+    old = tmp_path / "llm.sqlite"
+    conn = sqlite3.connect(old)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE replies (key TEXT PRIMARY KEY, request TEXT NOT NULL, reply TEXT NOT NULL)")
+    k = request_key({"model": "m", "old": True})
+    conn.execute("INSERT INTO replies VALUES (?, ?, ?)", (k, "{}", json.dumps({"content": "kept"})))
+    conn.commit()
+    conn.close()
+    cache = ReplyCache(old)
+    assert cache.path == tmp_path / "llm" and cache.get(k) == {"content": "kept"}
+    new = request_key({"model": "m"})
+    cache.put(new, {"model": "m"}, {"content": "fresh"})
+    assert (tmp_path / "llm" / new[:2] / f"{new}.json").is_file() and cache.get(new) == {"content": "fresh"}
 
 
 _WRITER = textwrap.dedent(
     """
-    import sys
+    import json, os, sys, time
     from hygrail.review.cache import ReplyCache, request_key
     cache = ReplyCache(sys.argv[1])
-    tag = sys.argv[2]
+    tag, n = sys.argv[2], int(sys.argv[3])
+    while not os.path.exists(sys.argv[1] + ".go"):  # start together
+        time.sleep(0.001)
+    got, t0 = {}, time.time()
     i = 0
-    while True:
-        req = {"model": tag, "i": i}
-        cache.put(request_key(req), req, {"content": "x" * 20000, "i": i})
+    while n < 0 or i < n:
+        req = {"model": "shared" if i % 2 else tag, "i": i}  # odd requests: both processes send them
+        got[request_key(req)] = cache.put(request_key(req), req, {"content": "x" * 20000, "by": tag, "i": i})
         i += 1
         if i == 20:
             print("ready", flush=True)
+    print(json.dumps({"got": got, "span": [t0, time.time()]}), flush=True)
     """
 )
 
 
+def _writers(path, n):
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), tag, str(n)], cwd=ROOT, stdout=subprocess.PIPE,
+                              text=True) for tag in ("a", "b")]
+    time.sleep(0.5)
+    Path(f"{path}.go").touch()
+    return procs
+
+
+def test_two_processes_share_one_directory_without_loss_or_duplicates(tmp_path):
+    """Both write at once, half of their requests the same: every reply is stored exactly once, and
+    for a request both sent, both got the first writer's reply back."""
+    path = tmp_path / "llm"
+    procs = _writers(path, 400)
+    got, spans = [], []
+    for p in procs:
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 0
+        result = json.loads(out.splitlines()[-1])
+        got.append(result["got"])
+        spans.append(result["span"])
+    assert spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1]  # they really wrote at the same time
+    cache = ReplyCache(path)
+    keys = set(got[0]) | set(got[1])
+    assert len(keys) == 600 == len(cache)  # 200 own per process + 200 shared
+    assert len(list(path.rglob("*.json"))) == 600 and not list(path.rglob(".tmp-*"))
+    shared = set(got[0]) & set(got[1])
+    assert len(shared) == 200
+    for k in shared:
+        assert got[0][k] == got[1][k] == cache.get(k)
+
+
 def test_cache_survives_killed_writers(tmp_path):
-    """Two processes write concurrently and are SIGKILLed mid-stream: every row left is whole."""
-    path = tmp_path / "llm.db"
-    ReplyCache(path).close()
-    procs = [
-        subprocess.Popen([sys.executable, "-c", _WRITER, str(path), tag], cwd=ROOT, stdout=subprocess.PIPE, text=True)
-        for tag in ("a", "b")
-    ]
+    """Two processes write concurrently and are SIGKILLed mid-stream: every entry left is whole."""
+    path = tmp_path / "llm"
+    procs = _writers(path, -1)
     for p in procs:
         assert p.stdout.readline().strip() == "ready"
     time.sleep(0.2)
@@ -77,20 +136,17 @@ def test_cache_survives_killed_writers(tmp_path):
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=10)
         p.stdout.close()
-    conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    rows = conn.execute("SELECT key, request, reply FROM replies").fetchall()
-    tags = {json.loads(r)["model"] for _, r, _ in rows}
-    assert tags == {"a", "b"} and len(rows) >= 40
-    for key, request, reply in rows:
-        req = json.loads(request)
-        assert request_key(req) == key
-        assert json.loads(reply) == {"content": "x" * 20000, "i": req["i"]}
-    # each writer's rows are a gap-free prefix 0..n-1: nothing committed was lost or torn
+    entries = [json.loads(f.read_text()) for f in path.glob("??/*.json")]
+    assert len(entries) >= 40
+    for e in entries:
+        assert request_key(e["request"]) == e["key"]
+        assert e["reply"]["content"] == "x" * 20000 and e["reply"]["i"] == e["request"]["i"]
+    # each writer's own requests are a gap-free prefix of its even numbers: nothing published was lost
     for tag in ("a", "b"):
-        idx = sorted(json.loads(r)["i"] for _, r, _ in rows if json.loads(r)["model"] == tag)
-        assert idx == list(range(len(idx)))
-    # and the file keeps working
+        idx = sorted(e["request"]["i"] for e in entries if e["request"]["model"] == tag)
+        assert idx == list(range(0, 2 * len(idx), 2))
+    # and the directory keeps working
     cache = ReplyCache(path)
-    cache.put("after", {"x": 1}, {"ok": True})
-    assert cache.get("after") == {"ok": True}
+    k = request_key({"x": 1})
+    cache.put(k, {"x": 1}, {"ok": True})
+    assert cache.get(k) == {"ok": True}

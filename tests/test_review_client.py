@@ -1,6 +1,9 @@
 import json
 import math
 import socket
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -11,7 +14,8 @@ from scripted_server import BadHTTP, Cut, Drop, Garbage, Reply, ScriptedServer, 
 from hygrail.review.client import LLMCallError, ReviewClient, llm_settings
 from hygrail.review.contract import ReviewRequest
 
-CONF = Path(__file__).resolve().parents[1] / "conf" / "llm"
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf" / "llm"
 
 
 def _cfg(server, **over):
@@ -37,7 +41,10 @@ CASES = {
     "case:drop-then-ok": ([Drop(), Reply(ok_review("yes", 0.55))], "yes", 0.55, None, 1),
     "case:drop-always": ([Drop()], None, None, "connection error", 1),
     "case:cut": ([Cut()], None, None, "connection error", 1),
-    "case:garbage": ([Garbage()], None, None, "bad response", 0),
+    "case:garbage": ([Garbage()], None, None, "bad response", 1),  # retried: a proxy's error page is no answer
+    "case:html-then-ok": ([Garbage(), Reply(ok_review("no", 0.2))], "no", 0.2, None, 1),
+    "case:abort": ([Reply('{"reasoning": "Because', finish_reason="abort")], None, None, "incomplete reply", 1),
+    "case:unfinished-then-ok": ([Reply("", finish_reason=None), Reply(ok_review("yes", 0.75))], "yes", 0.75, None, 1),
     "case:slow": ([Reply(ok_review("yes", 0.6), delay=0.5)], "yes", 0.6, None, 0),
     "case:hang": ([Reply(delay=30)], None, None, "timeout", 1),
     "case:no-confidence": ([Reply('{"reasoning": "r", "review": "yes"}')], None, None, "no readable confidence", 0),
@@ -209,7 +216,7 @@ def test_api_key_from_env_reaches_the_server_but_never_the_cache(scripted_server
     client.chat([{"role": "user", "content": "naturalize this"}])
     assert scripted_server.authorizations[0] == f"Bearer {secret}"
     client.close()
-    blobs = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    blobs = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
     assert len(blobs) > 0 and secret.encode() not in blobs
     assert secret not in json.dumps(client.cfg) and secret not in json.dumps(client.usage())
 
@@ -258,3 +265,79 @@ def test_scripted_config_needs_its_url(scripted_server):
     cfg.base_url = scripted_server.base_url
     [r] = ReviewClient(cfg, None, progress=False).review_many([ReviewRequest("h", "e")])
     assert (r.review, r.confidence) == ("yes", 0.8)
+
+
+def test_only_complete_replies_are_cached(scripted_server, tmp_path):
+    """A review cut at max_tokens before its verdict, an aborted generation and a truncated chat
+    are not answers worth keeping: a rerun asks again. A verdict salvaged from a cut reply is."""
+    scripted_server.script("case:cut-before-verdict", Reply('{"reasoning": "Because the', finish_reason="length"))
+    scripted_server.script("case:cut-after-verdict", Reply('{"review": "no", "confidence": 0.2, "reasoning": "Be',
+                                                           finish_reason="length"))
+    scripted_server.script("case:abort", Reply("", finish_reason="abort"))
+    scripted_server.script("case:long-chat", Reply("A summary that ran o", finish_reason="length"))
+    cfg = _cfg(scripted_server, max_retries=0)
+    reviews = [ReviewRequest(m) for m in ("case:cut-before-verdict", "case:cut-after-verdict", "case:abort", "fine")]
+    chats = [[{"role": "user", "content": "case:long-chat"}], [{"role": "user", "content": "short chat"}]]
+    for _ in range(2):
+        client = ReviewClient(cfg, tmp_path / "llm", progress=False)
+        before = client.review_many(reviews)
+        texts = client.chat_many(chats)
+    assert [r.ok for r in before] == [False, True, False, True] and before[1].salvaged
+    assert texts[0] == "A summary that ran o"  # used, but not kept
+    assert [r.cache_hit for r in before] == [False, True, False, True]
+    assert client.usage()["cache_hits"] == 3  # 2 reviews + the short chat; the rest went out again
+    assert scripted_server.count == 6 + 3
+
+
+def test_url_credentials_travel_as_headers_and_query_and_never_in_messages(scripted_server, monkeypatch):
+    host = scripted_server.base_url.split("//", 1)[1]
+    url = f"http://alice:pw-SECRET-{42}@{host}?token=tok-SECRET-77"
+    [r] = ReviewClient(_cfg(scripted_server, base_url=url), None, progress=False).review_many([ReviewRequest("h")])
+    assert r.ok and scripted_server.authorizations[-1] == "Basic YWxpY2U6cHctU0VDUkVULTQy"  # alice:pw-SECRET-42
+    assert scripted_server.paths[-1] == "/v1/chat/completions?token=tok-SECRET-77"
+    monkeypatch.setenv("HYGRAIL_TEST_KEY", "sk-also-a-key-1234567890")
+    with pytest.raises(LLMCallError, match="one Authorization header") as e:
+        ReviewClient(_cfg(scripted_server, base_url=url, api_key_env="HYGRAIL_TEST_KEY"), None,
+                     progress=False).review_many([ReviewRequest("h2")])
+    assert "SECRET" not in str(e.value) and "alice" not in str(e.value)
+
+
+def test_probe_names_what_is_wrong_before_any_request(scripted_server, monkeypatch):
+    from hygrail.review.client import probe
+
+    down = f"http://127.0.0.1:{_closed_port()}/v1"
+    assert probe(_cfg(scripted_server)) == [scripted_server.base_url]
+    assert probe({"name": "e", "model": "m", "embedded": {"x": 1}}) == []  # started by the client itself
+    with pytest.raises(LLMCallError, match=rf"llm scripted: no server reachable at {down}\?token=\[redacted\] \(ConnectError"):
+        probe(_cfg(scripted_server, base_url=f"{down}?token=tok-SECRET-1"))
+    with pytest.raises(LLMCallError, match=r"serves \['scripted-model'\], not 'other-model'"):
+        probe(_cfg(scripted_server, model="other-model"))
+    # a replica down among live ones: left out with a warning, the others carry on
+    assert probe(_cfg(scripted_server, base_url=f"{down},{scripted_server.base_url}")) == [scripted_server.base_url]
+    assert scripted_server.count == 0 and scripted_server.paths == ["/v1/models"] * 3  # no chat request
+
+
+_BATCH = textwrap.dedent(
+    """
+    import sys
+    from hygrail.review.client import ReviewClient
+    from hygrail.review.contract import ReviewRequest
+    cfg = {"name": "s", "model": "scripted-model", "base_url": sys.argv[1].split(","), "concurrency": 3,
+           "timeout": 10, "max_retries": 0}
+    results = ReviewClient(cfg, None, progress=False, slots_dir=sys.argv[2]).review_many(
+        [ReviewRequest(f"{sys.argv[3]} {i}") for i in range(12)])
+    assert all(r.ok for r in results)
+    """
+)
+
+
+def test_replicas_share_the_load_and_bound_in_flight_across_processes(tmp_path):
+    """Two processes (two sweep jobs) against two replicas with concurrency 3: never more than 3
+    requests at once on either replica, although each process alone would send 6 at once."""
+    with ScriptedServer(latency=0.3) as a, ScriptedServer(latency=0.3) as b:
+        urls = f"{a.base_url},{b.base_url}"
+        procs = [subprocess.Popen([sys.executable, "-c", _BATCH, urls, str(tmp_path / "slots"), tag], cwd=ROOT)
+                 for tag in ("job-a", "job-b")]
+        assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    assert a.count + b.count == 24 and a.count >= 6 and b.count >= 6  # spread over both
+    assert a.max_in_flight == 3 and b.max_in_flight == 3

@@ -59,3 +59,55 @@ def test_a_run_with_failed_llm_calls_is_not_finished(tmp_path):
     with mlflow.start_run(experiment_id=exp, tags={"cell_key": tracking.cell_key(cfg)}) as complete:
         mlflow.log_metric("llm_call_failures", 0)
     assert tracking.finished_run(cfg) == complete.info.run_id != partial.info.run_id
+
+
+def test_a_cell_run_is_live_and_lightning_writes_curves_into_it(tmp_path, monkeypatch):
+    """The run is RUNNING while the cell computes; a Lightning Trainer's per-epoch logs land in it as
+    step metrics and do not end it (the cell does); an error ends it FAILED with the reason. Secrets
+    in the config reach neither params nor files."""
+    import lightning as L
+    import torch
+
+    monkeypatch.setenv("HYGRAIL_LLM_API_KEY", "sk-planted-in-env-0123456789")
+    cfg = _cfg(tmp_path, "method=hygrail", "llm=qwen3_4b", "tracking.experiment=live_test",
+               "llm.base_url='http://bob:hunter2-pw@gpu1:8001/v1?token=tok-0123456789'",
+               "llm.serve.extra_args=[--api-key,sk-planted-in-env-0123456789]")
+
+    class Toy(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.tensor(1.0))
+
+        def training_step(self, batch, batch_idx):
+            loss = (self.w * batch).pow(2).mean()
+            self.log("train_loss", loss, on_step=False, on_epoch=True)
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    with tracking.cell_run(cfg, sweep="test") as cell:
+        client = mlflow.MlflowClient(cfg.tracking.uri)
+        assert client.get_run(cell.run_id).info.status == "RUNNING"
+        L.Trainer(max_epochs=4, logger=cell.logger(), enable_checkpointing=False, enable_progress_bar=False,
+                  enable_model_summary=False).fit(Toy(), torch.utils.data.DataLoader(torch.ones(1, 3), batch_size=None))
+        assert client.get_run(cell.run_id).info.status == "RUNNING"  # Lightning's finalize did not end it
+    history = client.get_metric_history(cell.run_id, "train_loss")
+    assert [m.step for m in history] == [0, 1, 2, 3] and history[-1].value < history[0].value
+    run = client.get_run(cell.run_id)
+    assert run.info.status == "FINISHED"
+    assert client.get_experiment(run.info.experiment_id).tags["mlflow.experimentKind"] == "custom_model_development"
+    [ds] = run.inputs.dataset_inputs
+    assert ds.dataset.name == "matkg_synthetic" and ds.tags[0].value == "training"
+    assert run.data.params["llm.base_url"] == "http://[redacted]@gpu1:8001/v1?token=[redacted]"
+    assert run.data.params["llm.serve.extra_args"] == '["--api-key", "[redacted]"]'
+
+    with pytest.raises(ZeroDivisionError):
+        with tracking.cell_run(cfg, sweep="test") as failing:
+            1 / 0
+    run = client.get_run(failing.run_id)
+    assert run.info.status == "FAILED" and run.data.tags["failure"] == "ZeroDivisionError: division by zero"
+    assert "error.txt" in {a.path for a in client.list_artifacts(failing.run_id)}
+    blobs = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    for secret in (b"sk-planted-in-env", b"hunter2-pw", b"tok-0123456789"):
+        assert secret not in blobs

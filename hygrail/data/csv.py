@@ -6,7 +6,9 @@ KG node ids are row positions in this file.
 
 ``edges.csv``: ``src,dst,type,count[,year]`` -- src/dst are ids from nodes.csv; type is the edge
 type in either orientation (``CHM-PRO`` or ``PRO-CHM``) and must match the endpoints' types; count
-is an integer >= 1; year is an integer, empty or -1 meaning unknown.
+is an integer >= 1; year is an integer, empty or -1 meaning unknown. Without years (no ``year``
+column, or none known) splits are random instead of temporal: logged as a warning here and per
+relation by ``hygrail.data.split``.
 
 Edges are undirected, so rows of the same unordered pair (duplicates, or both directions as in the
 MatKG release) are merged into one edge: count = max (counts are paper counts, so a repeated row
@@ -139,6 +141,17 @@ def count_checks(col: str, parsed: str) -> list[tuple[pl.Expr, pl.Expr]]:
     ]
 
 
+def report_years(path: Path, years: pl.Series, why_none: str) -> None:
+    """Say on the log how many edges carry a year: a split of undated edges is random, not temporal
+    (hygrail.data.split warns again per relation and records the kind on the Split)."""
+    dated = int((years != NO_YEAR).sum())
+    if dated == 0:
+        log.warning("%s: no edge has a year (%s), so every split of this KG is random, not temporal (paper §4)",
+                    path, why_none)  # fmt: skip
+    else:
+        log.info("%s: %d of %d edges have a year", path, dated, len(years))
+
+
 def report_merged(path: Path, merged_rows: int, pairs: int, how: str) -> None:
     if merged_rows:
         log.warning("%s: merged %d duplicate row(s) into %d edge(s) (%s)", path, merged_rows, pairs, how)
@@ -228,6 +241,7 @@ def _read_edges(path: Path, node_df: pl.DataFrame, nodes_file: str, schema: Sche
     )
     merged_into = int((merged["rows"] > 1).sum())
     report_merged(path, rows.height - merged.height, merged_into, "count = max, year = earliest")
+    report_years(path, merged["year"], "the year column is empty or -1 throughout" if has_year else "no year column")
     return merged.drop("rows")
 
 

@@ -13,6 +13,7 @@ two directions disagree (a corrupt release) we keep the larger count rather than
 Optional ``ENTPTNERDOI.csv`` (``Entity,Part_of_text,NER_Tag,DOI,Preferred_Entity,Year``): an edge's
 year is the earliest ``Year`` of a paper (DOI) whose mentions include both endpoints, a mention
 matching a node by (NER_Tag, Preferred_Entity) = (type, name); edges without such a paper get -1.
+Without the file every edge is undated and splits are random, not temporal: a warning says so.
 Mentions of entities that are not nodes (other types, or pruned by Count >= 30) are dropped in the
 scan, so their rows are not checked; an empty Year or DOI is skipped, a non-integer Year is an error.
 
@@ -41,6 +42,7 @@ from hygrail.data.csv import (
     empty,
     raise_first_problem,
     report_merged,
+    report_years,
     require_rows,
     scan_checked,
     shown,
@@ -61,7 +63,10 @@ def load_matkg(subrelobj: Path, schema: Schema, entptnerdoi: Path | None = None)
     if entptnerdoi is not None:
         years = edge_years(Path(entptnerdoi), nodes, edges)
         edges = edges.with_columns(pl.Series("year", years, dtype=pl.Int32))
-        log.info("%s: %d of %d edges dated", entptnerdoi, int((years != NO_YEAR).sum()), len(years))
+        report_years(Path(entptnerdoi), edges["year"], "no paper mentions both ends of any edge")
+    else:
+        report_years(subrelobj, pl.Series([NO_YEAR] * edges.height),
+                     "no ENTPTNERDOI.csv: data.entptnerdoi unset or not found under data.path")  # fmt: skip
     return KG(schema, nodes.select("name", "type"), edges)
 
 

@@ -1,22 +1,56 @@
 """Paper §4 "Data splits" and App. A.2: temporal 7:1:2 split with 1:20 sampled negatives.
 
-For one hypothesis relation r: the observed r-edges are the positives, sorted by year (ties broken
-by a seeded shuffle) and cut 7:1:2 into train/val/test. Each split gets ``neg_ratio`` negatives per
-positive, sampled uniformly from unlinked (src-type, dst-type) pairs: never an observed edge of
-the whole KG and disjoint across splits. Validation and test positives are removed from the
-message-passing graph (the edge is undirected, so both directions go at once).
+For one hypothesis relation r: the observed r-edges are the positives, sorted by year and cut 7:1:2
+into train/val/test. Each split gets ``neg_ratio`` negatives per positive, sampled uniformly from
+unlinked (src-type, dst-type) pairs: never an observed edge of the whole KG and disjoint across
+splits. Validation and test positives are removed from the message-passing graph (the edge is
+undirected, so both directions go at once).
+
+Years. An edge's year is its earliest paper; a KG may have none (MatKG without ENTPTNERDOI.csv, a
+CSV without a ``year`` column) or some edges without one (-1, ``NO_YEAR``). ``Split.kind`` says
+what the split really is, and anything but ``temporal`` is logged as a warning naming the relation:
+- ``temporal``: every positive has a year.
+- ``partial``: some have none. They sort before every dated edge (so they fill the train part
+  first, and val/test stay the most recent dated edges as long as the undated fit in train); the
+  warning says how many, and how many of them still reach val/test.
+- ``random``: none has a year, so the sort is the seeded shuffle alone: a random split, which makes
+  link prediction easier than the paper's temporal one (later links are harder, cross-topic ones).
+``Split.dated`` counts the positives with a year. ``task=stats`` shows both in Table 6.
+
+Ties (``split.ties``). Many edges share a year, so a 7:1:2 cut usually falls inside one:
+- ``shuffle`` (default, the paper): same-year edges are ordered by a seeded shuffle and the cut is
+  exact 7:1:2 (val and test rounded, train the rest), as paper Table 6's sizes are. A year at a
+  boundary then has edges on both sides (training and validation links of the same year, or
+  validation and test links).
+- ``year``: each boundary moves to the nearest year change (the earlier one when two are equally
+  near), so no year straddles train/val or val/test and every test link is strictly later than
+  every training link. It costs the exact ratio. Measured on the 3,000-node synthetic MatKG (seed
+  42; positives train/val/test, shuffle -> year): with shuffle the years 2021 and 2022 straddle
+  the boundaries in every relation; with year, train is 1995-2020, val 2021, test 2022-2023:
+      chm_apl 136/19/39 -> 133/18/43    chm_pro 435/62/124 -> 427/57/137
+      pro_apl 151/22/43 -> 149/19/48    smt_pro  96/14/28  ->  95/13/30
+      chm_smt 107/15/30 -> 105/14/33    chm_dsc 213/30/61  -> 209/28/67
+      chm_cmt 269/39/77 -> 265/35/85
+  (test grows 7-12%, val shrinks 5-14%, train 1-2%; negatives follow, 20 per positive).
+  A relation without years cannot be cut at year changes: ``ties=year`` is then an error.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 import polars as pl
 
-from hygrail.kg import KG, DataError, Relation
+from hygrail.kg import KG, NO_YEAR, DataError, Relation
+
+log = logging.getLogger("hygrail.data")
 
 SPLITS = ("train", "val", "test")
+TIES = ("shuffle", "year")
+KINDS = ("temporal", "partial", "random")
 
 
 @dataclass
@@ -30,6 +64,9 @@ class Split:
     relation: Relation
     pairs: pl.DataFrame
     train_graph: KG
+    kind: str = "temporal"  # temporal | partial | random: see the module docstring
+    dated: int | None = None  # positives with a year (None: not recorded)
+    ties: str = "shuffle"
 
     def part(self, name: str) -> pl.DataFrame:
         if name not in SPLITS:
@@ -54,13 +91,40 @@ def split_sizes(n: int, ratios: tuple[float, float, float]) -> tuple[int, int, i
     return n - n_val - n_test, n_val, n_test
 
 
+def split_kind(n_dated: int, n: int) -> str:
+    return "temporal" if n_dated == n else "random" if n_dated == 0 else "partial"
+
+
+def year_cuts(years: np.ndarray, sizes: tuple[int, int, int], relation: Relation) -> tuple[int, int, int]:
+    """``sizes`` with each boundary moved to the nearest year change of the sorted ``years``
+    (the earlier on a tie in distance), every part keeping at least one positive."""
+    n = len(years)
+    change = np.flatnonzero(years[1:] != years[:-1]) + 1  # cut before position c: years[c-1] < years[c]
+
+    def nearest(target: int, lo: int, hi: int) -> int:
+        ok = change[(change >= lo) & (change <= hi)]
+        if len(ok) == 0:
+            raise DataError(
+                f"relation {relation.name} ({relation.label}): split.ties=year needs a year change between "
+                f"positions {lo} and {hi} of its {n} positives sorted by year, and there is none; use split.ties=shuffle"
+            )
+        return int(ok[np.argmin(np.abs(ok - target))])  # argmin: the first, i.e. earlier, on a tie
+
+    c1 = nearest(sizes[0], 1, n - 2)
+    c2 = nearest(sizes[0] + sizes[1], c1 + 1, n - 1)
+    return c1, c2 - c1, n - c2
+
+
 def temporal_split(
     kg: KG,
     relation: Relation,
     ratios: tuple[float, float, float] = (7, 1, 2),
     neg_ratio: int = 20,
     seed: int = 42,
+    ties: str = "shuffle",
 ) -> Split:
+    if ties not in TIES:
+        raise DataError(f"split.ties={ties!r}; expected one of {', '.join(TIES)}")
     rng = np.random.default_rng(seed)
     pos = kg.relation_edges(relation)
     sizes = split_sizes(pos.height, ratios)
@@ -71,6 +135,29 @@ def temporal_split(
         )
     # Seeded tie-break among equal years keeps the split deterministic without favouring ids.
     pos = pos.with_columns(pl.Series("tie", rng.permutation(pos.height))).sort(["year", "tie"])
+    years = pos["year"].to_numpy()
+    dated = int((years != NO_YEAR).sum())
+    kind = split_kind(dated, pos.height)
+    if ties == "year":
+        if kind == "random":
+            raise DataError(
+                f"relation {relation.name} ({relation.label}): split.ties=year needs edge years and none of its "
+                f"{pos.height} edges has one; use split.ties=shuffle"
+            )
+        sizes = year_cuts(years, sizes, relation)
+    if kind == "random":
+        log.warning(
+            "relation %s (%s): none of its %d edges has a year, so the %s split is RANDOM, not temporal "
+            "(paper §4); link prediction is easier on it than on a temporal split",
+            relation.name, relation.label, pos.height, ":".join(f"{r:g}" for r in ratios),
+        )  # fmt: skip
+    elif kind == "partial":
+        late = int((years[sizes[0]:] == NO_YEAR).sum())
+        log.warning(
+            "relation %s (%s): %d of its %d edges have no year; they sort before every dated edge (into train "
+            "first), so %d undated edge(s) are in val/test: the split is temporal only among dated edges",
+            relation.name, relation.label, pos.height - dated, pos.height, late,
+        )  # fmt: skip
     pos = pos.with_columns(pl.Series("split", np.repeat(SPLITS, sizes)), pl.lit(1, pl.Int8).alias("label"))
 
     src_pool, dst_pool = kg.nodes_of_type(relation.src), kg.nodes_of_type(relation.dst)
@@ -90,7 +177,20 @@ def temporal_split(
         [pos.select("split", "src", "dst", "label", pl.col("year").cast(pl.Int32)), neg], how="vertical_relaxed"
     )
     held_out = pos.filter(pl.col("split") != "train")["edge_id"].to_numpy()
-    return Split(relation, pairs, kg.without_edges(held_out))
+    return Split(relation, pairs, kg.without_edges(held_out), kind, dated, ties)
+
+
+def split_from_config(kg: KG, relation: Relation, cfg: Mapping) -> Split:
+    """``temporal_split`` with the ``split`` section of conf/config.yaml."""
+    return temporal_split(
+        kg, relation, tuple(cfg["ratios"]), int(cfg["neg_ratio"]), int(cfg["seed"]), str(cfg.get("ties", "shuffle"))
+    )
+
+
+def candidate_pairs(kg: KG, relation: Relation) -> int:
+    """|H_r| (paper §2.2): |type(src)| x |type(dst)|, or n (n - 1) / 2 when both ends have one type."""
+    n_src, n_dst = len(kg.nodes_of_type(relation.src)), len(kg.nodes_of_type(relation.dst))
+    return n_src * n_dst if relation.src != relation.dst else n_src * (n_src - 1) // 2
 
 
 def sample_unlinked(
@@ -105,8 +205,7 @@ def sample_unlinked(
     """n distinct (src, dst) pairs with no edge between them in ``kg`` (any split, any type);
     ``n_linked``: the relation's edge count."""
     # Every observed edge between these two node types is an edge of this relation.
-    pairs = len(src_pool) * len(dst_pool) if relation.src != relation.dst else len(src_pool) * (len(src_pool) - 1) // 2
-    capacity = pairs - n_linked
+    capacity = candidate_pairs(kg, relation) - n_linked
     if capacity < n:
         raise DataError(
             f"relation {relation.name}: {n} negatives requested but only {capacity} unlinked "

@@ -1,4 +1,5 @@
-"""Paper App. A, Tables 4-6 for any loaded KG: nodes per type, edges per type, split sizes."""
+"""Paper Table 1 and App. A, Tables 4-6 for any loaded KG: hypothesis-space sparsity, nodes per type,
+edges per type, split sizes (with what kind of split each relation really got)."""
 
 from __future__ import annotations
 
@@ -6,19 +7,28 @@ from typing import Mapping
 
 import polars as pl
 
-from hygrail.data.split import SPLITS, temporal_split
+from hygrail.data.split import SPLITS, candidate_pairs, split_from_config
 from hygrail.kg import KG
+
+# Paper Table 1's columns and units: P in 1e5, C in 1e8, rho in 1e-3.
+TABLE1_UNITS = {"P (1e5)": ("positives", 1e5), "C (1e8)": ("candidates", 1e8), "rho (1e-3)": ("density", 1e-3)}
 
 
 def kg_stats(kg: KG) -> dict:
-    """Table 4 (nodes per type) and Table 5 (hypothesis-relation edges, the rest as 'other')."""
+    """Table 1 (hypothesis spaces), Table 4 (nodes per type) and Table 5 (hypothesis-relation edges,
+    the rest as 'other')."""
     nodes = dict(kg.nodes.group_by("type").len().iter_rows())
     edges = dict(kg.edges.group_by("type").len().iter_rows())
-    relation_edges = {}
+    relation_edges, spaces = {}, {}
     for name, rel in kg.schema.relations.items():
-        relation_edges[name] = edges.pop(kg.schema.edge_type(rel.src, rel.dst), 0)
+        p = edges.pop(kg.schema.edge_type(rel.src, rel.dst), 0)
+        relation_edges[name] = p
+        c = candidate_pairs(kg, rel)
+        # P: the relation's edges; C: |H_r| (paper §2.2); rho = P / C.
+        spaces[name] = {"type": rel.label, "positives": p, "candidates": c, "density": p / c if c else 0.0}
     n = kg.num_nodes
     return {
+        "hypothesis_spaces": spaces,
         "nodes": {t: int(nodes.get(t, 0)) for t in kg.schema.node_types},
         "num_nodes": n,
         "relation_edges": relation_edges,
@@ -30,17 +40,26 @@ def kg_stats(kg: KG) -> dict:
 
 
 def split_stats(kg: KG, split_cfg: Mapping) -> dict:
-    """Table 6: per hypothesis relation, positives and negatives in each split."""
+    """Table 6: per hypothesis relation, positives and negatives in each split, plus the split's kind
+    (temporal | partial | random), how many positives had a year, and the tie rule."""
     out = {}
     for name, rel in kg.schema.relations.items():
-        split = temporal_split(
-            kg, rel, tuple(split_cfg["ratios"]), int(split_cfg["neg_ratio"]), int(split_cfg["seed"])
-        )
-        out[name] = split.counts()
+        split = split_from_config(kg, rel, split_cfg)
+        out[name] = split.counts() | {"kind": split.kind, "dated": split.dated, "ties": split.ties}
     return out
 
 
 def format_tables(stats: dict, splits: dict) -> str:
+    spaces = list(stats["hypothesis_spaces"].values())
+    t1 = pl.DataFrame(
+        {
+            "Type": [s["type"] for s in spaces],
+            **{label: [f"{s[key] / unit:#.3g}" for s in spaces] for label, (key, unit) in TABLE1_UNITS.items()},
+            "P": [s["positives"] for s in spaces],
+            "C": [s["candidates"] for s in spaces],
+            "rho": [f"{s['density']:.3e}" for s in spaces],
+        }
+    )
     n = stats["num_nodes"]
     t4 = pl.DataFrame(
         {
@@ -64,12 +83,17 @@ def format_tables(stats: dict, splits: dict) -> str:
         row = {"Hypothesis Type": rel}
         for s in SPLITS:
             row |= {f"{s} pos": c[s]["pos"], f"{s} neg": c[s]["neg"], f"{s} total": c[s]["pos"] + c[s]["neg"]}
-        rows.append(row)
+        rows.append(row | {"split": c["kind"], "dated": f"{c['dated']}/{sum(c[s]['pos'] for s in SPLITS)}"})
     t6 = pl.DataFrame(rows)
-    t6 = pl.concat([t6, t6.select(pl.lit("Total").alias("Hypothesis Type"), pl.exclude("Hypothesis Type").sum())])
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, tbl_width_chars=200):
+    total = t6.select(pl.lit("Total").alias("Hypothesis Type"), pl.exclude("Hypothesis Type", "split", "dated").sum())
+    t6 = pl.concat([t6, total], how="diagonal").fill_null("")
+    ties = sorted({c["ties"] for c in splits.values()})
+    random = [r for r, c in splits.items() if c["kind"] != "temporal"]
+    note = f"\nNot temporal (edges without a year; see the log): {', '.join(random)}" if random else ""
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, tbl_width_chars=220):
         return (
+            f"Table 1: hypothesis spaces (P positive links, C candidate pairs, rho = P / C)\n{t1}\n\n"
             f"Table 4: node types ({n} nodes)\n{t4}\n\n"
             f"Table 5: edge types ({e} edges, density {stats['density']:.3e})\n{t5}\n\n"
-            f"Table 6: split sizes\n{t6}"
+            f"Table 6: split sizes (split.ties={', '.join(ties)})\n{t6}{note}"
         )

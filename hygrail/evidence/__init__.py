@@ -1,8 +1,8 @@
-"""Graph evidence for a hypothesis (paper §3.2) and its naturalization into text (§3.3, App. D.2).
+"""Graph evidence for a hypothesis (paper §3.2) and what the reviewer reads about it (§3.3, App. D.2).
 
-``retrieve.retrieve(graph, u, v, relation, cfg) -> Evidence`` (structured, JSON-serialisable);
-``naturalize.render(evidence, mode, templates, score, cfg) -> str`` for none / template;
-``naturalize.llm_naturalize(evidence, templates, chat, score, cfg) -> str`` for llm (= ``wrap_summary`` of the
-chat's summary).
-``python -m hygrail.evidence --help`` prints evidence and text for chosen or sampled hypotheses.
+``retrieve.retrieve(graph, u, v, relation, cfg) -> Evidence`` (structured, JSON-serialisable).
+``mode.load_mode(evidence_cfg, templates)`` builds an evidence mode (``conf/evidence/*.yaml``):
+``naturalize`` holds the paper's three (none, template, llm); other modules hold the related
+systems' strategies. ``python -m hygrail.evidence --help`` prints evidence and text for chosen or
+sampled hypotheses.
 """

@@ -4,17 +4,20 @@
     python -m hygrail.evidence --relation chm_apl --left LiFePO4 --right battery --json
     python -m hygrail.evidence --data matkg --evidence llm data.path=/data/matkg evidence.k=8
     python -m hygrail.evidence --data csv data.path=/data/mykg +split.neg_ratio=5
+    python -m hygrail.evidence --evidence llm --llm embedded                   # run the LLM pre-stage
 
-Config groups compose from conf/ as in the sweep (``--data``, ``--relation``, ``--evidence``; extra
-``key=value`` Hydra overrides after them). Evidence is always retrieved from the split's training
-graph, as the pipeline does. Mode ``llm`` prints the naturalization prompt, since the chat client
-belongs to the reviewer.
+Config groups compose from conf/ as in the sweep (``--data``, ``--relation``, ``--evidence``,
+``--llm``; extra ``key=value`` Hydra overrides after them). Evidence is always retrieved from the
+split's training graph, as the pipeline does. A mode with LLM pre-stages (llm, hykge, ...) runs
+them through the reviewer's cached client when ``--llm`` names a model; without it the
+pre-stages are skipped and the text is the mode's template fallback (said on the output).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -25,18 +28,24 @@ from omegaconf import DictConfig, OmegaConf
 
 from hygrail.data import load_kg
 from hygrail.data.split import temporal_split
-from hygrail.evidence.naturalize import naturalize_messages, render
-from hygrail.evidence.retrieve import retrieve
+from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import DataError
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
-def load_config(data: str, relation: str, evidence: str, overrides: list[str]) -> DictConfig:
+def load_config(data: str, relation: str, evidence: str, llm: str | None, overrides: list[str]) -> DictConfig:
+    groups = [f"+data={data}", f"+relation={relation}", f"+evidence={evidence}"] + ([f"+llm={llm}"] if llm else [])
     with initialize_config_dir(config_dir=str(CONF), version_base=None):
-        return compose(
-            config_name=None, overrides=[f"+data={data}", f"+relation={relation}", f"+evidence={evidence}", *overrides]
-        )
+        return compose(config_name=None, overrides=[*groups, *overrides])
+
+
+class SkipPreStages:
+    """Stands in for the chat client when no --llm is given: every pre-stage call "fails", so a
+    mode shows its documented template fallback."""
+
+    def chat_many(self, conversations, max_tokens=None):
+        return [None] * len(conversations)
 
 
 def pick(split, kg, args) -> list[tuple[int, int, int | None]]:
@@ -61,18 +70,22 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m hygrail.evidence", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default="matkg_synthetic", help="conf/data option")
     ap.add_argument("--relation", default="chm_apl", help="conf/relation option")
-    ap.add_argument("--evidence", default="template", help="conf/evidence option: none | template | llm")
+    ap.add_argument("--evidence", default="template", help="conf/evidence option (none, template, llm, ...)")
+    ap.add_argument("--llm", help="conf/llm option that runs the mode's LLM pre-stages (e.g. embedded)")
+    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("HYGRAIL_OUTPUTS", "outputs")) / "cache" / "llm", help="reply cache for --llm (the sweep's)")
     ap.add_argument("--left", help="name of the left (relation source) entity")
     ap.add_argument("--right", help="name of the right (relation target) entity")
     ap.add_argument("--sample", type=int, default=3, help="random test hypotheses when no names are given")
     ap.add_argument("--seed", type=int, default=0, help="seeds the random sample of hypotheses")
     ap.add_argument("--split-seed", type=int, default=42, help="the sweep's split seed, so the training graph is the same")
     ap.add_argument("--score", type=float, help="GNN score to show in the text")
+    ap.add_argument("--gnn-threshold", type=float,
+                    help="the cell's validation GNN threshold: enables the GNN-score contradiction sentence")
     ap.add_argument("--json", action="store_true", help="also print the structured evidence")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. evidence.k=8 data.path=/data/matkg")
     args = ap.parse_intermixed_args(argv)
     try:
-        cfg = load_config(args.data, args.relation, args.evidence, args.overrides)
+        cfg = load_config(args.data, args.relation, args.evidence, args.llm, args.overrides)
         kg = load_kg(cfg.data)
         relation = kg.schema.relation(cfg.relation.name)
         # The sweep's split settings when given (``+split.neg_ratio=5``), else the paper's.
@@ -81,19 +94,25 @@ def main(argv: list[str] | None = None) -> None:
         hypotheses = pick(split, kg, args)
     except DataError as e:
         sys.exit(f"error: {e}")
-    templates = OmegaConf.to_container(cfg.relation.templates)
-    ecfg = OmegaConf.to_container(cfg.evidence)
-    for u, v, label in hypotheses:
-        ev = retrieve(split.train_graph, u, v, relation, ecfg)
+    calibrated = None if args.gnn_threshold is None else {"gnn_threshold": args.gnn_threshold}
+    mode = load_mode(OmegaConf.to_container(cfg.evidence), OmegaConf.to_container(cfg.relation.templates), calibrated)
+    hyps = [Hypothesis(u, v, args.score) for u, v, _ in hypotheses]
+    if not mode.uses_llm:
+        prepared = mode.prepare(split.train_graph, relation, hyps, None)
+    elif args.llm:
+        from hygrail.review.client import ReviewClient
+
+        with ReviewClient(OmegaConf.to_container(cfg.llm, resolve=True), args.cache) as client:
+            prepared = mode.prepare(split.train_graph, relation, hyps, client)
+    else:
+        print(f"(evidence={args.evidence} has LLM pre-stages; no --llm given, so this is its template fallback)\n")
+        prepared = mode.prepare(split.train_graph, relation, hyps, SkipPreStages())
+    for (u, v, label), p in zip(hypotheses, prepared):
         tag = "" if label is None else f"  [test {'positive' if label else 'negative'}]"
         print(f"=== {relation.label}: {kg.label(u)} -> {kg.label(v)}{tag}")
         if args.json:
-            print(json.dumps(ev.to_dict(), indent=2))
-        if ecfg["mode"] == "llm":
-            for m in naturalize_messages(ev, templates):
-                print(f"--- {m['role']}\n{m['content']}")
-        else:
-            print(render(ev, ecfg["mode"], templates, args.score, ecfg))
+            print(json.dumps({"structured": p.structured, "info": p.info}, indent=2))
+        print(p.text if p.text is not None else p.statement)
         print()
 
 

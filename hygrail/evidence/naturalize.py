@@ -1,11 +1,14 @@
-"""Paper §3.3 and App. D.2: structured evidence -> text for the reviewer.
+"""Paper §3.3 and App. D.2: structured evidence -> text for the reviewer, as the paper's three
+evidence modes (``hygrail.evidence.mode`` says what a mode is):
 
-- ``none``: the hypothesis statement only (HyGRAIL-NE).
-- ``template`` (Auto-Naturalization): paper Table 9, in its order: hypothesis, header, left-entity
-  feature sentences, right-entity feature sentences, connecting-path sentences or the no-path
-  sentence, the optional convergence and contradiction sentences, then the GNN score line.
-- ``llm`` (LLM-Naturalization): an LLM rewrites the structured evidence (``llm_naturalize``); the
-  prompt is ``NATURALIZE_PROMPT`` below, the only place it lives.
+- ``NoEvidence`` (``evidence=none``, HyGRAIL-NE): the hypothesis statement only.
+- ``Template`` (``evidence=template``, Auto-Naturalization, HyGRAIL-Auto): paper Table 9, in its
+  order: hypothesis, header, left-entity feature sentences, right-entity feature sentences,
+  connecting-path sentences or the no-path sentence, the optional convergence and contradiction
+  sentences, then the GNN score line.
+- ``LLMNaturalization`` (``evidence=llm``, HyGRAIL-LLM): an LLM rewrites the structured evidence
+  (one cached pre-stage call per hypothesis); the prompt is ``NATURALIZE_PROMPT`` below, the only
+  place it lives. A failed call falls back to the template text and is counted.
 
 ``templates`` is one relation's set (``conf/relation/<name>.yaml`` -> ``templates``), so a new KG
 or relation needs YAML, not code.
@@ -13,13 +16,15 @@ or relation needs YAML, not code.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Mapping, Sequence
 
-from hygrail.evidence.retrieve import Evidence, Feature, Finding, Path, score_contradictions
+from tqdm import tqdm
+
+from hygrail.evidence.mode import EvidenceMode, Hypothesis, Prepared
+from hygrail.evidence.retrieve import Evidence, Feature, Finding, Path, retrieve, score_contradictions
+from hygrail.kg import KG, Relation
 
 MODES = ("none", "template", "llm")
-
-Chat = Callable[[list[dict]], str]
 
 # Paper §3.3: group related evidence, say what supports or weakens the hypothesis, keep graph facts
 # apart from background knowledge. Kept short: prompt tokens are the embedded reviewer's main cost.
@@ -53,15 +58,16 @@ def render(
     templates: Mapping,
     score: float | None = None,
     cfg: Mapping | None = None,
+    calibrated: Mapping[str, float] | None = None,
 ) -> str:
-    """Text for one hypothesis in mode ``none`` or ``template``. Mode ``llm`` goes through
-    ``llm_naturalize`` (the pipeline fetches a batch of summaries at once, then ``wrap_summary``)."""
+    """Text for one hypothesis in mode ``none`` or ``template`` (mode ``llm`` needs the chat client:
+    ``LLMNaturalization``)."""
     if mode == "none":
         return hypothesis(evidence, templates)
     if mode == "template":
-        return compose(evidence, templates, template_sentences(evidence, templates, score, cfg), score)
+        return compose(evidence, templates, template_sentences(evidence, templates, score, cfg, calibrated), score)
     if mode == "llm":
-        raise ValueError("evidence mode 'llm': use llm_naturalize(evidence, templates, chat, ...)")
+        raise ValueError("evidence mode 'llm' needs a chat client: use LLMNaturalization.prepare")
     raise ValueError(f"evidence mode {mode!r}; expected one of {', '.join(MODES)}")
 
 
@@ -116,7 +122,8 @@ def contradiction_text(f: Finding, t: Mapping) -> str:
     return t["contradictions"][f.kind].format(**d)
 
 
-def template_sentences(ev: Evidence, t: Mapping, score: float | None, cfg: Mapping | None) -> list[str]:
+def template_sentences(ev: Evidence, t: Mapping, score: float | None, cfg: Mapping | None,
+                       calibrated: Mapping[str, float] | None = None) -> list[str]:
     out = [feature_sentence(ev, ev.left.name, f, t["left_features"]) for f in ev.left.features]
     out += [feature_sentence(ev, ev.right.name, f, t["right_features"]) for f in ev.right.features]
     if ev.paths:
@@ -125,7 +132,7 @@ def template_sentences(ev: Evidence, t: Mapping, score: float | None, cfg: Mappi
         out.append(sentence(t["no_path"].format(left=ev.left.name, right=ev.right.name)))
     if ev.convergence:
         out.append(sentence(t["convergence"].format(mechanisms="; ".join(mechanisms(f) for f in ev.convergence))))
-    found = ev.contradictions + (score_contradictions(ev, score, cfg) if cfg is not None else [])
+    found = ev.contradictions + (score_contradictions(ev, score, cfg, calibrated) if cfg is not None else [])
     return out + contradiction_sentences(found, t)
 
 
@@ -164,21 +171,54 @@ def naturalize_messages(ev: Evidence, t: Mapping, prompt: Mapping = NATURALIZE_P
     return [{"role": "system", "content": prompt["system"]}, {"role": "user", "content": user}]
 
 
-def llm_naturalize(
-    evidence: Evidence,
-    templates: Mapping,
-    chat: Chat,
-    score: float | None = None,
-    cfg: Mapping | None = None,
-) -> str:
-    """LLM-Naturalization: ask ``chat`` for the summary, then ``wrap_summary``."""
-    return wrap_summary(evidence, templates, chat(naturalize_messages(evidence, templates)), score, cfg)
-
-
 def wrap_summary(
-    evidence: Evidence, templates: Mapping, summary: str, score: float | None = None, cfg: Mapping | None = None
+    evidence: Evidence, templates: Mapping, summary: str, score: float | None = None, cfg: Mapping | None = None,
+    calibrated: Mapping[str, float] | None = None,
 ) -> str:
     """An LLM summary in Table 9's overall format (hypothesis, header, score). Contradictions against
     the GNN score are added after it as in template mode, since the naturalizer never sees the score."""
-    extra = score_contradictions(evidence, score, cfg) if cfg is not None else []
+    extra = score_contradictions(evidence, score, cfg, calibrated) if cfg is not None else []
     return compose(evidence, templates, [summary.strip(), *contradiction_sentences(extra, templates)], score)
+
+
+# -- the paper's evidence modes ---------------------------------------------------------------------
+def retrieve_many(graph: KG, relation: Relation, hyps: Sequence[Hypothesis], cfg: Mapping) -> list[Evidence]:
+    return [retrieve(graph, h.src, h.dst, relation, cfg)
+            for h in tqdm(hyps, desc="evidence", unit="hyp", disable=len(hyps) < 50, leave=False)]
+
+
+class NoEvidence(EvidenceMode):
+    """HyGRAIL-NE: the reviewer sees the hypothesis statement only (nothing is retrieved)."""
+
+    def prepare(self, graph, relation, hyps, llm=None) -> list[Prepared]:
+        return [Prepared(self.statement(graph, h), None) for h in hyps]
+
+
+class Template(EvidenceMode):
+    """HyGRAIL-Auto: retrieved evidence rendered by the Table 9 templates."""
+
+    def prepare(self, graph, relation, hyps, llm=None) -> list[Prepared]:
+        return [self.template(ev, h) for ev, h in zip(retrieve_many(graph, relation, hyps, self.cfg), hyps)]
+
+    def template(self, ev: Evidence, h: Hypothesis, fallback: bool = False) -> Prepared:
+        text = render(ev, "template", self.templates, h.score, self.cfg, self.calibrated)
+        return Prepared(hypothesis(ev, self.templates), text, ev.to_dict(), fallback=fallback)
+
+
+class LLMNaturalization(Template):
+    """HyGRAIL-LLM: the same evidence rewritten by the reviewer's model (one pre-stage call each)."""
+
+    uses_llm = True
+
+    def prepare(self, graph, relation, hyps, llm) -> list[Prepared]:
+        evidence = retrieve_many(graph, relation, hyps, self.cfg)
+        summaries = llm.chat_many([naturalize_messages(ev, self.templates) for ev in evidence],
+                                  max_tokens=int(self.cfg["naturalize_max_tokens"]))
+        out = []
+        for ev, h, summary in zip(evidence, hyps, summaries):
+            if summary is None:
+                out.append(self.template(ev, h, fallback=True))
+            else:
+                text = wrap_summary(ev, self.templates, summary, h.score, self.cfg, self.calibrated)
+                out.append(Prepared(hypothesis(ev, self.templates), text, ev.to_dict()))
+        return out

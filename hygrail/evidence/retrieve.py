@@ -8,9 +8,16 @@ paper Table 7), over the edges N_r'(x) of that type:
     w(e)         = c(e) / sum_{e' in N_r'(x)} c(e')
     EviScore(e)  = alpha * NormCount(e) + (1 - alpha) * w(e)
 and the top-k edges by EviScore over all r' are kept. The edge u-v itself is never used, so it
-does not count in the max or the sum either. Each item gets a style (App. D.2): its count is "high"
-when c >= the ``style.count_quantile`` quantile of all counts of its edge type in the graph (so the
-cut means the same on any KG), its weight is "high" when w >= ``style.weight_high``:
+does not count in the max or the sum either. Each item gets a style (App. D.2) from two cuts, both
+rules over the graph retrieval runs on (the split's training graph), never over labels:
+- its count is "high" when c >= the ``style.count_quantile`` quantile (0.75: the upper quartile)
+  of all counts of its edge type in the graph, so the cut means the same on any KG;
+- its weight is "high" when w >= ``style.weight_mean_factor`` / n, n = the endpoint's edges of that
+  type (1.0: the edge's count is at least the mean count of them). The natural reference of a share
+  is the uniform share 1/n: no constant to tune, and it means the same for an entity with 3 edges of
+  a type and one with 300. (The old fixed w >= 0.1 held for 95% of the items kept for validation
+  CHM-APL hypotheses of the 3,000-node synthetic MatKG and 96% at full size, so "common" and
+  "weak" were hardly ever said; w >= 1/n holds for 77% and 82%.)
     high count & high w -> well_established;  low & high -> promising;
     high & low          -> common;            low & low  -> weak.
 (Templates print w as ``norm``.) Ties in EviScore go to the larger count, then the lower node id.
@@ -24,19 +31,38 @@ where pct(e) = (#counts below c(e) + #counts <= c(e) + 1) / (2 n) over the n edg
 counts are all equal ~0.5) and q90_deg(t) is the 90th percentile of degrees of type t. Both are scale-free, so thresholds mean the same on the
 3,000-node sample and on the full release (a log-count over the type's maximum drifts with the
 single largest count). A path is as strong as its typical edge, 2- and 3-hop paths compare on one
-scale, and only intermediates more connected than 90% of their type lose weight. Strength: strong
->= ``strength.strong``, moderate >= ``strength.moderate``, else weak. An intermediate is a hub when
-deg(m) > min(q-quantile of its type's degrees, factor * median) (``hub.quantile``,
-``hub.median_factor``; either may be null). The top-p paths by score are kept.
+scale, and only intermediates more connected than 90% of their type lose weight (a definitional
+choice of the score, like the geometric mean). The top-p paths by score are kept.
 2-hop paths are exact (sorted-neighbour intersection); 3-hop paths use only each endpoint's
 ``neighbour_cap`` best neighbours per edge type (ranked by pct(e) times the intermediate's degree
 penalty, i.e. by their best possible contribution to a path score), found with one vectorised
 gather of the smaller side's CSR rows, so hubs stay cheap.
 
-Default thresholds (conf/evidence/template.yaml) were set on the synthetic MatKG at 3,000 nodes
-and at full size, where they separate val/test positives from negatives. Measured once at 3,000
-nodes (CHM-APL, 58 positives, 300 negatives): informative paths per hypothesis 0.66 vs 0.05, hub
-share of kept paths 0.22 vs 0.48 (hub paths per hypothesis 0.40 vs 0.09: more, but a smaller share).
+Strength: strong >= S, moderate >= M, else weak, where S and M are the ``strength.strong_quantile``
+(0.75) and ``strength.moderate_quantile`` (0.5) quantiles of the path scores that retrieval keeps for
+the relation's own edges in the graph: for each of (a seeded sample of at most
+``strength.calibration_pairs`` of) the relation's edges u-v of the training graph, the top-p
+scores (p before the budget multiplier, so the §5.3 ablations share one scale) of the paths u..v
+found as above, the edge u-v itself left out as for any hypothesis. So "strong" means "as strong as
+the upper quarter of what known links of this relation show in the training graph", "moderate" at
+least their median. Computed once per (graph, relation, rule) and cached with the graph's
+statistics (0.02-0.15 s at 3,000 nodes, 1.5 s at full size; ``evidence_cuts`` reports it).
+
+Hub: an intermediate is a hub when its degree penalty is <= ``hub.penalty`` (0.5: being on the path
+at least halves the path's score), i.e. deg(m) >= exp(1/penalty - 1) * q90_deg(type(m)) = e * q90.
+The hub flag thus marks the intermediates the score already discounts most; 0.5 is definitional.
+(It replaces min(q99, 10 x median) of the type's degrees, whose constants had been set where they
+separated val/test positives from negatives. At 3,000 nodes both flag ~1% of each type.)
+
+All cuts come from the training graph only: val/test labels, the sampled negatives and held-out
+edges never enter (tests/test_evidence_cuts.py permutes and resamples them). Described (not tuned)
+on the *validation* hypotheses of the 3,000-node synthetic MatKG, CHM-APL (19 positives, 380
+negatives; cuts strong 0.433, moderate 0.295): informative (strong or moderate, non-hub) kept paths
+per hypothesis 0.79 vs 0.06, hub share of kept paths 0.16 vs 0.49 (with the old constants 0.55 /
+0.35 and min(q99, 10 x median): 0.47 vs 0.04, hub share 0.31 vs 0.51). The calibration follows the
+graph: at full size (scale 23.334) the same rule gives strong 0.801, moderate 0.642 (more paths per
+pair, so better top-p paths); the old constants called 38% of the paths kept for validation
+positives strong there (the rule: 7%), and 3% of those kept for negatives (0.3%).
 
 Findings (documented choices):
 - convergence: >= ``convergence.min_paths`` kept, non-hub, strong-or-moderate paths whose
@@ -45,8 +71,12 @@ Findings (documented choices):
   the hypothesis edge type to another entity (the slot the hypothesis fills is held by a competitor)
   while no kept non-hub path is strong or moderate.
 - contradictions against the GNN score (``score_contradictions``, needs the score, so naturalization
-  calls it): a score >= ``contradiction.score_high`` with no strong/moderate non-hub path, or a
-  score <= ``contradiction.score_low`` despite a strong non-hub path.
+  calls it): the GNN favours the link (score >= ``contradiction.score_high``) with no strong or
+  moderate non-hub path, or disfavours it (score < ``contradiction.score_low``) despite a strong
+  non-hub path. The cuts name validation-calibrated quantities the reviewing stage passes in
+  (``calibrated``): ``gnn_threshold`` (the GNN-only val max-F1 threshold, default for both: the
+  finding is "the GNN-only decision disagrees with the paths"), ``band_low``/``band_high`` (a*, b*).
+  A number is taken as an explicit cut.
 
 Budget and sides (paper §5.3): k and p are multiplied by ``budget`` and rounded up; ``sides`` left or
 right gives that endpoint all 2k node-level items and the other none (paths are unchanged).
@@ -54,7 +84,9 @@ right gives that endpoint all 2k node-level items and the other none (paths are 
 
 from __future__ import annotations
 
+import logging
 import math
+import time
 import weakref
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
@@ -63,9 +95,13 @@ import numpy as np
 
 from hygrail.kg import KG, DataError, Relation
 
+log = logging.getLogger("hygrail.evidence")
+
 STYLES = ("well_established", "promising", "common", "weak")
 SIDES = ("both", "left", "right")
 PENALTY_QUANTILE = 0.9  # intermediates above this degree quantile of their type lose path score
+CALIBRATION_SEED = 0  # the sample of the relation's training edges that calibrates path strength
+CALIBRATED = ("gnn_threshold", "band_low", "band_high")  # quantities contradiction cuts may name
 
 
 # -- the structured evidence --------------------------------------------------------------------
@@ -179,9 +215,9 @@ class GraphStats:
 
         ntype, deg = kg.node_types, kg.degree
         self.type_degrees = [np.sort(deg[ntype == t]) for t in range(len(kg.schema.node_types))]
-        self.median_degree = np.array([np.median(d) if len(d) else 1.0 for d in self.type_degrees])
         q90 = np.array([np.quantile(d, PENALTY_QUANTILE) if len(d) else 1.0 for d in self.type_degrees])
-        self.node_penalty = 1.0 / (1.0 + np.log(np.maximum(deg / np.maximum(q90, 1.0)[ntype], 1.0)))
+        self.q90 = np.maximum(q90, 1.0)
+        self.node_penalty = 1.0 / (1.0 + np.log(np.maximum(deg / self.q90[ntype], 1.0)))
         self._memo: dict[tuple, Any] = {}
 
     def count_cut(self, etype: int, quantile: float) -> float:
@@ -190,19 +226,43 @@ class GraphStats:
             self._memo[key] = float(np.quantile(self.type_counts[etype], quantile))
         return self._memo[key]
 
-    def hub_cuts(self, quantile: float | None, factor: float | None) -> np.ndarray:
-        """Degree above which a node of each type is a hub (inf: no hubs)."""
-        key = ("hub", quantile, factor)
+    def hub_cut(self, penalty: float) -> np.ndarray:
+        """Degree at/above which a node of each type is a hub: its penalty is <= ``penalty``."""
+        if not 0 < penalty <= 1:
+            raise DataError(f"evidence.hub.penalty={penalty}; expected a number in (0, 1]")
+        return np.exp(1.0 / penalty - 1.0) * self.q90
+
+    def strength_cuts(self, kg: KG, relation: Relation, cfg: Mapping) -> tuple[float, float, int, int, float]:
+        """(strong, moderate, pairs used, path scores pooled, seconds): the strength rule of the
+        module docstring over the relation's edges of ``kg``."""
+        rule = cfg["strength"]
+        q_strong, q_moderate = float(rule["strong_quantile"]), float(rule["moderate_quantile"])
+        if not 0 <= q_moderate <= q_strong <= 1:
+            raise DataError(
+                f"evidence.strength: moderate_quantile {q_moderate} and strong_quantile {q_strong}; "
+                "expected 0 <= moderate_quantile <= strong_quantile <= 1"
+            )
+        n_pairs, p = int(rule["calibration_pairs"]), int(cfg["paths"])
+        etype = kg.schema.edge_type(relation.src, relation.dst)
+        key = ("strength", etype, q_strong, q_moderate, n_pairs, p, int(cfg.get("max_hops", 3)), int(cfg["neighbour_cap"]))
         if key not in self._memo:
-            cuts = np.full(len(self.type_degrees), np.inf)
-            for t, d in enumerate(self.type_degrees):
-                if len(d) == 0:
-                    continue
-                if quantile is not None:
-                    cuts[t] = min(cuts[t], float(np.quantile(d, quantile)))
-                if factor is not None:
-                    cuts[t] = min(cuts[t], factor * max(self.median_degree[t], 1.0))
-            self._memo[key] = cuts
+            t0 = time.perf_counter()
+            eids = np.flatnonzero(kg.edge_type_ids == self.edge_types.index(etype)) if etype in self.edge_types else np.zeros(0, int)
+            if len(eids) > n_pairs:
+                eids = np.sort(np.random.default_rng(CALIBRATION_SEED).choice(eids, n_pairs, replace=False))
+            u, v = kg.edges["u"].to_numpy()[eids], kg.edges["v"].to_numpy()[eids]
+            pooled = []
+            for a, b in zip(u.tolist(), v.tolist()):
+                score = path_candidates(kg, self, a, b, cfg)[0]
+                pooled.append(np.sort(score)[-p:] if p > 0 else score[:0])
+            pool = np.concatenate(pooled) if pooled else np.zeros(0)
+            if len(pool) == 0:
+                raise DataError(
+                    f"evidence.strength: the graph has {len(eids)} {etype} edges and no path between the ends of "
+                    f"any of them, so path strength cannot be calibrated for relation {relation.name}"
+                )
+            strong, moderate = np.quantile(pool, [q_strong, q_moderate])
+            self._memo[key] = (float(strong), float(moderate), len(eids), len(pool), time.perf_counter() - t0)
         return self._memo[key]
 
     def evidence_types(self, node_type: str) -> tuple[np.ndarray, list[str]]:
@@ -226,6 +286,44 @@ def graph_stats(kg: KG) -> GraphStats:
     if kg not in _STATS:
         _STATS[kg] = GraphStats(kg)
     return _STATS[kg]
+
+
+@dataclass(frozen=True)
+class EvidenceCuts:
+    """Every graph-derived cut that shapes the evidence text of one relation on one (training) graph:
+    what a run logs next to its metrics. The weight cut is per entity (1/n), so it is not listed."""
+
+    strong: float  # path score at/above which a path is strong
+    moderate: float
+    calibration_pairs: int  # relation edges whose paths calibrated the two cuts above
+    calibration_paths: int  # path scores pooled over them
+    count_high: dict[str, float]  # edge type -> count at/above which a feature's count is high
+    hub_degree: dict[str, float]  # node type -> degree at/above which an intermediate is a hub
+    seconds: float = field(default=0.0, compare=False)  # calibration time (first call on the graph)
+
+    def flat(self) -> dict[str, float]:
+        """One level of ``name: value`` (e.g. ``hub_degree.PRO``), for MLflow."""
+        out = {k: float(v) for k, v in asdict(self).items() if not isinstance(v, dict)}
+        for group in ("count_high", "hub_degree"):
+            out |= {f"{group}.{t}": float(x) for t, x in getattr(self, group).items()}
+        return out
+
+
+def evidence_cuts(graph: KG, relation: Relation, cfg: Mapping) -> EvidenceCuts:
+    """The cuts ``retrieve(graph, ., ., relation, cfg)`` uses (computed once per graph, then cached)."""
+    stats = graph_stats(graph)
+    strong, moderate, pairs, paths, seconds = stats.strength_cuts(graph, relation, cfg)
+    q = float(cfg["style"]["count_quantile"])
+    hub = stats.hub_cut(float(cfg["hub"]["penalty"]))
+    return EvidenceCuts(
+        strong=strong,
+        moderate=moderate,
+        calibration_pairs=pairs,
+        calibration_paths=paths,
+        count_high={t: stats.count_cut(i, q) for i, t in enumerate(graph.edge_types)},
+        hub_degree={t: float(hub[i]) for i, t in enumerate(graph.schema.node_types) if len(stats.type_degrees[i])},
+        seconds=seconds,
+    )
 
 
 # -- retrieval ----------------------------------------------------------------------------------
@@ -252,7 +350,8 @@ def retrieve(graph: KG, u: int, v: int, relation: Relation, cfg: Mapping) -> Evi
     style = cfg["style"]
     left = endpoint(graph, stats, u, v, k_left, float(cfg["alpha"]), style)
     right = endpoint(graph, stats, v, u, k_right, float(cfg["alpha"]), style)
-    paths, found, capped = connecting_paths(graph, stats, u, v, p, cfg)
+    strong, moderate = stats.strength_cuts(graph, relation, cfg)[:2]
+    paths, found, capped = connecting_paths(graph, stats, u, v, p, cfg, strong, moderate)
     ev = Evidence(relation.name, left, right, paths, found, capped)
     used = {left.node_type, right.node_type, *(f.node_type for f in left.features + right.features)}
     used.update(t for path in paths for t in path.node_types)
@@ -286,6 +385,7 @@ def node_features(
     logmax = np.zeros(len(wanted))
     np.maximum.at(logmax, slot, logc)
     total = np.bincount(slot, weights=c, minlength=len(wanted))
+    n_of_type = np.bincount(slot, minlength=len(wanted))
     norm_count = logc / logmax[slot]
     weight = c / total[slot]
     score = alpha * norm_count + (1 - alpha) * weight
@@ -293,11 +393,12 @@ def node_features(
     cut = np.partition(score, len(score) - k)[len(score) - k] if len(score) > k else -np.inf
     cand = np.flatnonzero(score >= cut)
     top = cand[np.lexsort((nb[cand], -c[cand], -score[cand]))][:k]
-    q, w_high = float(style["count_quantile"]), float(style["weight_high"])
+    q, factor = float(style["count_quantile"]), float(style["weight_mean_factor"])
     out = []
     for i in top:
         high_c = c[i] >= stats.count_cut(int(et[i]), q)
-        high_w = weight[i] >= w_high
+        # w >= factor / n  <=>  c >= factor x mean count of x's edges of this type (exact in counts)
+        high_w = c[i] * n_of_type[slot[i]] >= factor * total[slot[i]]
         n = int(nb[i])
         out.append(
             Feature(
@@ -344,8 +445,11 @@ def gather_rows(kg: KG, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     return row_pos, adj.indices[offs], adj.data[offs] - 1
 
 
-def connecting_paths(kg: KG, stats: GraphStats, u: int, v: int, p: int, cfg: Mapping) -> tuple[list[Path], int, bool]:
-    """Top-p 2/3-hop simple paths u..v avoiding the edge u-v; (paths, candidates scored, capped)."""
+def path_candidates(
+    kg: KG, stats: GraphStats, u: int, v: int, cfg: Mapping
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """Every scored 2/3-hop simple path u..v avoiding the edge u-v: (score, intermediates (n, 2) with
+    -1 for a 2-hop path's second, edge ids (n, 3) likewise, capped)."""
     norm, pen = stats.edge_weight, stats.node_penalty
     nu, eu = kg.neighbors(u)
     nv, ev = kg.neighbors(v)
@@ -383,6 +487,14 @@ def connecting_paths(kg: KG, stats: GraphStats, u: int, v: int, p: int, cfg: Map
     score = np.concatenate([c[0] for c in cands])
     mids = np.concatenate([c[1] for c in cands])
     edges = np.concatenate([c[2] for c in cands])
+    return score, mids, edges, capped
+
+
+def connecting_paths(
+    kg: KG, stats: GraphStats, u: int, v: int, p: int, cfg: Mapping, strong: float, moderate: float
+) -> tuple[list[Path], int, bool]:
+    """Top-p 2/3-hop simple paths u..v avoiding the edge u-v; (paths, candidates scored, capped)."""
+    score, mids, edges, capped = path_candidates(kg, stats, u, v, cfg)
     found = len(score)
     if found == 0 or p <= 0:
         return [], found, capped
@@ -392,8 +504,7 @@ def connecting_paths(kg: KG, stats: GraphStats, u: int, v: int, p: int, cfg: Map
     hops = (mids[cand, 1] >= 0).astype(np.int64)
     top = cand[np.lexsort((mids[cand, 1], mids[cand, 0], hops, -score[cand]))][:p]
 
-    strong, moderate = float(cfg["strength"]["strong"]), float(cfg["strength"]["moderate"])
-    hub_cut = stats.hub_cuts(cfg["hub"].get("quantile"), cfg["hub"].get("median_factor"))
+    hub_cut = stats.hub_cut(float(cfg["hub"]["penalty"]))
     out = []
     for i in top:
         inner = [int(m) for m in mids[i] if m >= 0]
@@ -409,7 +520,7 @@ def connecting_paths(kg: KG, stats: GraphStats, u: int, v: int, p: int, cfg: Map
                 counts=[int(kg.counts[e]) for e in eids],
                 score=s,
                 strength="strong" if s >= strong else "moderate" if s >= moderate else "weak",
-                hub=any(kg.degree[m] > hub_cut[kg.node_types[m]] for m in inner),
+                hub=any(kg.degree[m] >= hub_cut[kg.node_types[m]] for m in inner),
             )
         )
     return out, found, capped
@@ -456,15 +567,54 @@ def competing(ev: Evidence, hypothesis_edge_type: str, kg: KG) -> list[Finding]:
     return out
 
 
-def score_contradictions(ev: Evidence, score: float | None, cfg: Mapping) -> list[Finding]:
-    """The GNN score disagrees with the connecting paths (see module docstring)."""
+def score_cuts(cfg: Mapping, calibrated: Mapping[str, float] | None) -> tuple[float, float] | None:
+    """(high, low) GNN-score cuts of the contradiction rule; None when it names a validation-calibrated
+    quantity that ``calibrated`` does not hold."""
+    cuts = []
+    for key in ("score_high", "score_low"):
+        rule = cfg["contradiction"][key]
+        if isinstance(rule, (int, float)) and not isinstance(rule, bool):
+            cuts.append(float(rule))  # an explicit cut the user chose
+            continue
+        if rule not in CALIBRATED:
+            raise DataError(
+                f"evidence.contradiction.{key}={rule!r}; expected one of {', '.join(CALIBRATED)} or a number"
+            )
+        if not calibrated or calibrated.get(rule) is None:
+            return None
+        cuts.append(float(calibrated[rule]))
+    return cuts[0], cuts[1]
+
+
+_warned_uncalibrated = False
+
+
+def score_contradictions(
+    ev: Evidence, score: float | None, cfg: Mapping, calibrated: Mapping[str, float] | None = None
+) -> list[Finding]:
+    """The GNN score disagrees with the connecting paths (see module docstring).
+
+    ``calibrated``: validation-calibrated quantities by name (``gnn_threshold``, ``band_low``,
+    ``band_high``); the rule in ``cfg["contradiction"]`` says which ones are the cuts. Without them
+    no score contradiction can be judged: none is reported, with one warning per process."""
+    global _warned_uncalibrated
     if score is None:
         return []
-    cut = cfg["contradiction"]
-    if score >= float(cut["score_high"]) and not any(informative(p) for p in ev.paths):
+    cuts = score_cuts(cfg, calibrated)
+    if cuts is None:
+        if not _warned_uncalibrated:
+            _warned_uncalibrated = True
+            log.warning(
+                "evidence.contradiction names validation-calibrated cuts (%s, %s) that the caller did not pass "
+                "(calibrated=...): no GNN-score contradictions in the evidence text",
+                cfg["contradiction"]["score_high"], cfg["contradiction"]["score_low"],
+            )
+        return []
+    high, low = cuts
+    if score >= high and not any(informative(p) for p in ev.paths):
         return [Finding("score_high", {"score": float(score), "left": ev.left.name, "right": ev.right.name})]
     strong = [p for p in ev.paths if informative(p) and p.strength == "strong"]
-    if score <= float(cut["score_low"]) and strong:
+    if score < low and strong:
         return [
             Finding(
                 "score_low",

@@ -24,11 +24,14 @@ from typing import Mapping, Sequence
 
 from filelock import FileLock
 
+from hygrail.kg import DataError
+
 DEFAULT_CACHE_DIR = Path(os.environ.get("HYGRAIL_MODEL_CACHE", Path.home() / ".cache" / "hygrail" / "models"))
 
 
-class ModelUnavailable(RuntimeError):
-    """The GGUF (or a package it is assembled from) is not installed; the message says what to install."""
+class ModelUnavailable(DataError):
+    """The GGUF (or a package it is assembled from) is not installed; the message says what to install
+    (a DataError: the sweep prints it as one line)."""
 
 
 def wheel_gguf(distribution: str) -> Path:

@@ -1,0 +1,134 @@
+"""The reviewing stage (paper §3.2-3.4), shared by ``task=run`` and ``task=discover``: for chosen
+hypotheses on one graph, an evidence mode prepares what the reviewer reads (retrieval, rendering,
+optional LLM pre-stages) and the LLM reviews it, one cached call per hypothesis.
+
+    with Reviewer(llm_cfg, mode, graph, relation, cache_path, seed) as reviewer:
+        reviewed = reviewer.review(hyps)          # [Reviewed(hypothesis, prepared, result)]
+        metrics = reviewer.metrics()              # llm_* usage, per-stage tokens, evidence_* summary
+
+``choose_gamma`` and ``decide`` apply ``hygrail.review.calibrate``'s rule to what this returns,
+with the hypotheses a mode decided without review (``Prepared.skip``) at their fixed decisions;
+which hypotheses are reviewed (routing, budgets) is the caller's business.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from hygrail.evidence.mode import SKIPS, EvidenceMode, Hypothesis, Prepared
+from hygrail.kg import KG, Relation
+from hygrail.review.contract import LLMCallError, ReviewRequest, ReviewResult, commonest_failure
+
+# Usage counters split by stage: what the mode's pre-stages cost vs the reviews themselves.
+STAGE_COUNTS = ("calls", "requests", "prompt_tokens", "completion_tokens")
+
+
+@dataclass
+class Reviewed:
+    hypothesis: Hypothesis
+    prepared: Prepared
+    result: ReviewResult | None  # None: the mode decided it without review (prepared.skip)
+
+
+class Reviewer:
+    """Evidence mode -> text -> LLM review for hypotheses of one relation on one graph."""
+
+    def __init__(self, llm_cfg: Mapping, mode: EvidenceMode, graph: KG, relation: Relation,
+                 cache_path: Path | str | None, seed: int | None = None):
+        from hygrail.review.client import ReviewClient  # openai + aiohttp: only a stage that reviews pays
+
+        # The cell's seed is the LLM's sampling seed: seeds re-sample the reviewer too (and key the cache).
+        self.client = ReviewClient(dict(llm_cfg) | ({} if seed is None else {"seed": int(seed)}), cache_path)
+        self.mode, self.graph, self.relation = mode, graph, relation
+        self.stages = {stage: dict.fromkeys(STAGE_COUNTS, 0) for stage in ("prestage", "review")}
+        self.prepared: list[Prepared] = []
+
+    def review(self, hyps: Sequence[Hypothesis]) -> list[Reviewed]:
+        if not hyps:
+            return []
+        before = self.client.usage()
+        prepared = self.mode.prepare(self.graph, self.relation, hyps, self.client if self.mode.uses_llm else None)
+        middle = self.client.usage()
+        bad = {p.skip for p in prepared} - {None, *SKIPS}
+        if bad:
+            raise ValueError(f"evidence mode {self.mode.name!r} set skip={bad.pop()!r}; expected one of {SKIPS}")
+        sent = [i for i, p in enumerate(prepared) if p.skip is None]
+        got = self.client.review_many([ReviewRequest(prepared[i].statement, prepared[i].text) for i in sent])
+        results: list[ReviewResult | None] = [None] * len(prepared)
+        for i, r in zip(sent, got):
+            results[i] = r
+        after = self.client.usage()
+        for stage, (a, b) in (("prestage", (before, middle)), ("review", (middle, after))):
+            for k in STAGE_COUNTS:
+                self.stages[stage][k] += b[k] - a[k]
+        self.prepared += prepared
+        return [Reviewed(h, p, r) for h, p, r in zip(hyps, prepared, results)]
+
+    def metrics(self) -> dict[str, float]:
+        out = {f"llm_{k}": float(v) for k, v in self.client.usage().items()}
+        out |= {f"llm_{stage}_{k}": float(v) for stage, counts in self.stages.items() for k, v in counts.items()}
+        return out | self.mode.summary(self.prepared)
+
+    def close(self) -> None:
+        self.client.close()  # stops an embedded llama.cpp server, closes the reply cache
+
+    def __enter__(self) -> "Reviewer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def cache_path(self) -> Path | None:
+        return self.client.cache.path if self.client.cache else None
+
+
+def check_failures(results: Sequence[ReviewResult | None], max_rate: float, llm_name: str, cache: Path | None) -> None:
+    """A reviewer that mostly gives no usable verdict would leave the fallback's numbers under the
+    method's name: stop the cell instead. Hypotheses decided without review (None) do not count."""
+    results = [r for r in results if r is not None]
+    failed = [r.failure for r in results if not r.ok]
+    if failed and len(failed) > max_rate * len(results):
+        kind, n, _ = commonest_failure(failed)
+        raise LLMCallError(
+            f"llm {llm_name}: {len(failed)} of {len(results)} reviews gave no usable verdict ({n} {kind}), "
+            f"over method.max_review_failure_rate={max_rate}; see the raw replies in the reply cache "
+            f"({cache or 'none'}); raise llm.max_tokens or check the prompt")
+
+
+def _fixed(reviewed: Sequence[Reviewed], fallback: np.ndarray) -> np.ndarray:
+    """Decision of each hypothesis the mode decided without review; -1 for reviewed ones."""
+    skip = np.array([r.prepared.skip or "" for r in reviewed], dtype=object)
+    return np.where(skip == "reject", 0, np.where(skip == "gnn", np.asarray(fallback, dtype=int), -1)).astype(int)
+
+
+def choose_gamma(reviewed: Sequence[Reviewed], labels: np.ndarray, fallback: np.ndarray, on_failure: str,
+                 base_counts: tuple[int, int, int] = (0, 0, 0)) -> float:
+    """gamma (``calibrate.choose_gamma``) on the reviewed hypotheses; those the mode decided without
+    review count with their fixed decisions, like the GNN's decisions outside the band."""
+    from hygrail.review import calibrate
+
+    labels, fallback = np.asarray(labels, dtype=int), np.asarray(fallback, dtype=int)
+    fixed = _fixed(reviewed, fallback)
+    skipped = fixed >= 0
+    tp, fp, fn = base_counts
+    tp += int(((fixed == 1) & (labels == 1)).sum())
+    fp += int(((fixed == 1) & (labels == 0)).sum())
+    fn += int(((fixed == 0) & (labels == 1)).sum())
+    results = [r.result for r, s in zip(reviewed, skipped) if not s]
+    return calibrate.choose_gamma(results, labels[~skipped], fallback[~skipped], on_failure, base_counts=(tp, fp, fn))
+
+
+def decide(reviewed: Sequence[Reviewed], gamma: float, fallback: np.ndarray, on_failure: str) -> np.ndarray:
+    """0/1 per hypothesis: the review rule (``calibrate.decide``), or the mode's fixed decision."""
+    from hygrail.review import calibrate
+
+    fallback = np.asarray(fallback, dtype=int)
+    out = _fixed(reviewed, fallback)
+    sel = out < 0
+    if sel.any():
+        out[sel] = calibrate.decide([r.result for r, s in zip(reviewed, sel) if s], gamma, fallback[sel], on_failure)
+    return out.astype(np.int8)
