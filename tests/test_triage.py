@@ -331,6 +331,18 @@ def test_scores_are_cached(planted_split, tmp_path, monkeypatch):
     assert not triage_scores(planted_split, TINY, 43, tmp_path).cache_hit  # the seed is part of the key
 
 
+def test_cached_plus_model_with_head_scores_like_its_run(planted_split, tmp_path):
+    """What discovery does with a plus backbone: the checkpoint carries the fitted validation head
+    (and no prior offset), so a loaded Scorer reproduces the cached test scores."""
+    cfg = FAST["hgt_plus"] | {"epochs": 2, "val_every": 1, "head_folds": 3}
+    first = triage_scores(planted_split, cfg, 42, tmp_path)
+    test = planted_split.part("test")
+    scorer = load_scorer(planted_split, cfg, 42, tmp_path)
+    assert bool(scorer.backbone.head.fitted) and float(scorer.module.prior_logit) == 0.0
+    np.testing.assert_allclose(scorer(test["src"].to_numpy(), test["dst"].to_numpy(), chunk=100), first.test,
+                               rtol=1e-5, atol=1e-6)  # fmt: skip
+
+
 def test_crash_while_writing_leaves_no_entry(planted_split, tmp_path, monkeypatch):
     def killed(*args, **kwargs):
         raise KeyboardInterrupt  # stands in for a kill after the scores file was written
