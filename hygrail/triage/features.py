@@ -120,7 +120,7 @@ def target_edge_positions(data: HeteroData, src_type: str, dst_type: str, src: n
     ei = data[fwd].edge_index
     n_fwd = ei.size(1) if rev is not None else ei.size(1) // 2  # same type: second half mirrors the first
     li = data.local_index
-    s, d = li[torch.as_tensor(src)], li[torch.as_tensor(dst)]
+    s, d = li[torch.as_tensor(np.array(src))], li[torch.as_tensor(np.array(dst))]  # copies: polars views are read-only
     if fwd[0] != src_type:  # the edge type is named the other way round from the relation
         s, d = d, s
     base = int(li.max()) + 1

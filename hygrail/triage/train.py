@@ -196,6 +196,7 @@ def fit(split: Split, cfg: Mapping, seed: int, progress: bool = False, logger=No
             num_sanity_val_steps=0,  # an untrained model must not become "best"
             deterministic=True,
             logger=logger if logger is not None else False,
+            log_every_n_steps=1,  # an epoch is 1 (paper) or `folds` steps; curves are logged per epoch
             enable_checkpointing=False,
             enable_progress_bar=False,
             enable_model_summary=False,
