@@ -10,7 +10,7 @@ export OMP_NUM_THREADS ?= 1
 # Where runs, caches and reports go: the same variable conf/config.yaml reads.
 OUT := $(or $(HYGRAIL_OUTPUTS),outputs)
 
-.PHONY: help setup run test test-all stats bench clean ui tracking-server serve sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity
+.PHONY: help setup run discover test test-all stats bench clean ui tracking-server serve sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity ablation-evidence
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -33,6 +33,11 @@ run: $(VENV)/.model ## the embedded default: GNN-only vs HyGRAIL-Auto on synthet
 	@# --latest: default_run is a scratch experiment; a rerun with other settings replaces the table rows
 	$(PYTHON) -m hygrail.report --experiment default_run --latest --out $(OUT)/report/default_run
 	@echo "Browse the runs: make ui  (MLflow UI on http://127.0.0.1:5000, experiment default_run)"
+
+# make discover CUTOFF=   (empty): new hypotheses from the whole graph instead of the retrospective check
+CUTOFF ?= 2020
+discover: $(VENV)/.model ## ranked CHM-APL hypotheses with evidence cards (HTML), scored against edges dated after CUTOFF=2020; embedded reviewer
+	$(PYTHON) -m hygrail.sweep task=discover relation=chm_apl backbone=rgcn llm=embedded discover.cutoff=$(if $(CUTOFF),$(CUTOFF),null)
 
 test: $(VENV)/.installed ## fast tests (what CI runs)
 	$(BIN)/pytest -m "not slow" -q
@@ -92,6 +97,10 @@ ablation-sides: $(VENV)/.installed ## paper §5.3 / Fig. 4: two-sided vs one-sid
 
 ablation-purity: $(VENV)/.installed ## F1 vs LLM call rate across routing purities (m, n) with HGT
 	$(PYTHON) -m hygrail.sweep -m experiment=ablation_purity
+
+ablation-evidence: $(VENV)/.installed ## evidence strategies: HyKGE, ARIA, Graph2Idea beside NE/Auto/LLM (7 relations, HGT, Qwen3-4B), then their table
+	$(PYTHON) -m hygrail.sweep -m experiment=evidence_strategies
+	$(PYTHON) -m hygrail.report --strategies --experiment evidence_strategies --out $(OUT)/report/evidence_strategies
 
 figures: $(VENV)/.installed ## Figs. 3-4 and F1 vs call rate from the ablation experiments
 	$(PYTHON) -m hygrail.report --figures --out $(OUT)/report/figures

@@ -219,6 +219,13 @@ class KG:
         keep[np.asarray(edge_ids, dtype=np.int64)] = False
         return KG(self.schema, self.nodes, self.edges.filter(pl.Series(keep)))
 
+    def until(self, year: int) -> "KG":
+        """Same nodes (same ids), only the edges dated ``NO_YEAR < year' <= year``: the graph as it was
+        known at the end of ``year`` (retrospective discovery). Undated edges are left out too: their
+        date is unknown, so they might come from after the cutoff."""
+        dated = self.edges["year"]
+        return KG(self.schema, self.nodes, self.edges.filter((dated != NO_YEAR) & (dated <= year)))
+
     def relation_edges(self, relation: Relation) -> pl.DataFrame:
         """Edges of a hypothesis relation, oriented src -> dst, with their edge ids."""
         etype = self.schema.edge_type(relation.src, relation.dst)

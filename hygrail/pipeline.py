@@ -38,8 +38,9 @@ def _plain(node) -> dict:
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else dict(node)
 
 
-def build_split(cfg: DictConfig) -> tuple[KG, Split]:
-    kg = load_kg(_plain(cfg.data))
+def build_split(cfg: DictConfig, kg: KG | None = None) -> tuple[KG, Split]:
+    """The KG ``cfg.data`` names (or ``kg``, e.g. discovery's graph before a cutoff) and its split."""
+    kg = load_kg(_plain(cfg.data)) if kg is None else kg
     return kg, split_from_config(kg, kg.schema.relation(cfg.relation.name), _plain(cfg.split))
 
 
@@ -63,7 +64,8 @@ def run_cell(cfg: DictConfig, logger=None) -> CellResult:
     result = METHODS[method](cfg, kg, split, logger)
     # A split without edge years is random, which makes link prediction easier: say so on the run.
     result.tags |= {"split": split.kind, "split_ties": split.ties}
-    result.metrics["split_dated_positives"] = float(split.dated)
+    if split.dated is not None:
+        result.metrics["split_dated_positives"] = float(split.dated)
     return result
 
 
@@ -169,13 +171,7 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
     check_failures([r.result for r in rev_val + rev_test], float(cfg.method.get("max_review_failure_rate", 1.0)),
                    cfg.llm.name, cache)
     on_failure = cfg.method.get("on_failure", "fallback")
-    # gamma maximises validation F1 of the whole decision: unreviewed val rows keep their decisions.
-    base_val = np.where(r_val == -1, gnn_val, r_val)
-    rest = np.ones(len(y_val), bool)
-    rest[pick_val] = False
-    c = prf(y_val[rest], base_val[rest])
-    gamma = choose_gamma(rev_val, y_val[pick_val], gnn_val[pick_val], on_failure,
-                         base_counts=(int(c["tp"]), int(c["fp"]), int(c["fn"])))
+    gamma = val_gamma(r_val, gnn_val, y_val, pick_val, rev_val, on_failure)
     final_val = _combine(r_val, gnn_val, pick_val, decide(rev_val, gamma, gnn_val[pick_val], on_failure))
     final_test = _combine(r_test, gnn_test, pick_test, decide(rev_test, gamma, gnn_test[pick_test], on_failure))
     region_test = regions(r_test, pick_test)
@@ -189,6 +185,19 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
     )
     return CellResult(metrics, predictions, _samples(kg, split, rev_val, rev_test)[: int(cfg.log_samples)], t.band,
                       t.threshold)
+
+
+def val_gamma(r_val: np.ndarray, gnn_val: np.ndarray, y_val: np.ndarray, pick_val: np.ndarray, rev_val: list,
+              on_failure: str) -> float:
+    """gamma maximising validation F1 of the whole decision: the reviewed hypotheses (``pick_val``)
+    by the review rule, every other one at its fixed decision (0 / 1 outside the band, the GNN-only
+    decision for routed ones over the budget)."""
+    base_val = np.where(r_val == -1, gnn_val, r_val)
+    rest = np.ones(len(y_val), bool)
+    rest[pick_val] = False
+    c = prf(y_val[rest], base_val[rest])
+    return choose_gamma(rev_val, y_val[pick_val], gnn_val[pick_val], on_failure,
+                        base_counts=(int(c["tp"]), int(c["fp"]), int(c["fn"])))
 
 
 def _reviewer(cfg: DictConfig, mode, split: Split):

@@ -2,7 +2,9 @@
 
 ``python -m hygrail.report [--uri URI] [--experiment NAME ...] [--out DIR]`` writes Table 2
 (recall/F1 per method x LLM x backbone), Table 3 (call rate and reduction per backbone) as markdown
-and CSV, and with --figures Figs. 3-4 plus F1 vs call rate across (m, n) as PNG. Fig. 2 (score
+and CSV, and with --figures Figs. 3-4 plus F1 vs call rate across (m, n) as PNG. With
+--strategies it writes the evidence-strategies table instead (one row per evidence mode, quality
+and cost per reviewed hypothesis, and F1 per evidence tier where a mode logs tiers). Fig. 2 (score
 distribution and band) is drawn by ``score_figure`` for every cell and logged as its artifact.
 
 Pooling: the paper's Table 3 average (45.64%) is the plain mean of its three backbone rows, so its
@@ -295,6 +297,89 @@ def table3(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
     return "\n".join(lines), df
 
 
+def strategies_table(runs: pl.DataFrame) -> tuple[str, pl.DataFrame]:
+    """The evidence-strategies comparison (``experiment=evidence_strategies``): one row per evidence
+    mode (its ``label``), after a GNN-only row from the same cells. Quality: test precision, recall
+    and F1, macro over relations (and seeds) like Table 2; cost: the LLM call rate (the routed share,
+    paper meaning), then per hypothesis the reviewing stage handled (val + test, ``*_reviewed``):
+    LLM requests (cached or not), tokens of the mode's pre-stages and of the reviews, LLM server
+    seconds, and the seconds the mode's retrieval took outside the LLM (``evidence_seconds``)."""
+    hy = runs.filter(pl.col("tag.method") == "hygrail")
+    if hy.height == 0:
+        return "", pl.DataFrame()
+
+    def col(df: pl.DataFrame, name: str) -> pl.Series:
+        return df[name].fill_null(0.0) if name in df.columns else pl.Series(name, [None] * df.height, dtype=pl.Float64)
+
+    rows = []
+    cells = hy.unique(["tag.relation", "param.seed"], keep="first")
+    if "gnn_test_f1" in cells.columns:
+        rows.append({"method": "GNN", "relations": cells["tag.relation"].n_unique(),
+                     **{m: cells[f"gnn_test_{m}"].mean() for m in ("precision", "recall", "f1")}, "call_rate": 0.0})
+    for label in hygrail_labels(runs):
+        part = hy.filter(pl.col("tag.method_label") == label)
+        handled = float((col(part, "val_reviewed") + col(part, "test_reviewed")).sum())
+
+        def per_hyp(*names: str) -> float | None:
+            if any(n not in part.columns for n in names) or not handled:
+                return None
+            return float(sum(col(part, n).sum() for n in names)) / handled
+
+        rows.append({
+            "method": label, "relations": part["tag.relation"].n_unique(),
+            **{m: part[f"test_{m}"].mean() for m in ("precision", "recall", "f1")},
+            "call_rate": part["test_call_rate"].mean(), "handled": handled,
+            "budget": bool("test_routed_unreviewed" in part.columns and (col(part, "test_routed_unreviewed") > 0).any()),
+            "llm_calls_per_hyp": per_hyp("llm_requests"),
+            "prestage_tokens_per_hyp": per_hyp("llm_prestage_prompt_tokens", "llm_prestage_completion_tokens"),
+            "review_tokens_per_hyp": per_hyp("llm_review_prompt_tokens", "llm_review_completion_tokens"),
+            "llm_seconds_per_hyp": per_hyp("llm_seconds"),
+            "evidence_seconds_per_hyp": per_hyp("evidence_seconds"),
+        })
+    df = pl.DataFrame(rows, infer_schema_length=None)
+    heads = ["Method", "relations", "P", "R", "F1", "LLM call rate (routed)", "hypotheses reviewed (val+test)",
+             "LLM calls / hyp", "pre-stage tokens / hyp", "review tokens / hyp", "LLM s / hyp", "evidence s / hyp"]
+    lines = ["| " + " | ".join(heads) + " |", "|---" * len(heads) + "|"]
+
+    def fmt(v, spec: str) -> str:
+        return "–" if v is None else format(v, spec)
+
+    for r in df.iter_rows(named=True):
+        name = f"{r['method']}‡" if r.get("budget") else r["method"]
+        lines.append(" | ".join([
+            f"| {name}", str(r["relations"]), fmt(r["precision"], ".3f"), fmt(r["recall"], ".3f"), fmt(r["f1"], ".3f"),
+            fmt(r["call_rate"], ".1%"), fmt(r.get("handled"), ".0f"), fmt(r.get("llm_calls_per_hyp"), ".2f"),
+            fmt(r.get("prestage_tokens_per_hyp"), ".0f"), fmt(r.get("review_tokens_per_hyp"), ".0f"),
+            fmt(r.get("llm_seconds_per_hyp"), ".2f"), fmt(r.get("evidence_seconds_per_hyp"), ".3f")]) + " |")
+    if any(r.get("budget") for r in rows):
+        lines.append("\n‡ review budget: the LLM reviewed only part of the routed band; the rest kept the GNN-only "
+                     "decision (LLM call rate is still the routed share).")
+    return "\n".join(lines), df
+
+
+def tiers_table(runs: pl.DataFrame) -> str:
+    """Test precision/recall/F1 of the reviewed hypotheses per evidence tier (an evidence mode's
+    ``breakdown``, e.g. ARIA's), for each label that logged one: hypotheses summed over cells,
+    metrics macro over the cells where the tier occurred."""
+    lines = []
+    for label in sorted(set(runs["tag.method_label"].drop_nulls())):
+        part = runs.filter(pl.col("tag.method_label") == label)
+        found = sorted({c.split("_")[3] for c in part.columns
+                        if c.startswith("test_by_tier_") and c.endswith("_n") and part[c].drop_nulls().len()})
+        if not found:
+            continue
+        total = sum(float(part[f"test_by_tier_{t}_n"].fill_null(0).sum()) for t in found)
+        lines += [f"**{label}**", "", "| tier | test hypotheses reviewed | share | P | R | F1 |", "|---" * 6 + "|"]
+        for t in found:
+            cells = part.filter(pl.col(f"test_by_tier_{t}_n").fill_null(0) > 0)
+            n = float(cells[f"test_by_tier_{t}_n"].sum()) if cells.height else 0.0
+            m = {k: cells[f"test_by_tier_{t}_{k}"].mean() if cells.height else None for k in ("precision", "recall", "f1")}
+            lines.append(f"| {t} | {n:.0f} | {n / total if total else 0:.1%} | "
+                         + " | ".join("–" if v is None else f"{v:.3f}" for v in m.values()) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def ablation_figure(runs: pl.DataFrame, param: str, xlabel: str, title: str, kind: str = "line"):
     """Figs. 3/4: test F1 against an evidence knob, one series per LLM (HGT in the paper)."""
     df = runs.filter(pl.col("tag.method") == "hygrail").group_by("tag.llm", f"param.{param}").agg(pl.col("test_f1").mean())
@@ -355,6 +440,16 @@ def tables(runs: pl.DataFrame, args) -> None:
         print(attr)
 
 
+def strategies(runs: pl.DataFrame, args) -> None:
+    runs = one_run_per_cell(runs, args.latest)
+    md, df = strategies_table(runs)
+    tiers = tiers_table(runs)
+    text = f"# Evidence strategies (test; macro over relations)\n\n{md}\n" + (f"\n# Per evidence tier\n\n{tiers}" if tiers else "")
+    (args.out / "strategies.md").write_text(text)
+    df.write_csv(args.out / "strategies.csv")
+    print(text)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m hygrail.report", description=__doc__.splitlines()[0])
     outputs = Path(os.environ.get("HYGRAIL_OUTPUTS", "outputs"))  # where the sweep writes (conf/config.yaml)
@@ -365,9 +460,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--latest", action="store_true", help="several runs of one cell: keep the newest (default: stop)")
     ap.add_argument("--out", type=Path, default=outputs / "report")
     ap.add_argument("--figures", action="store_true", help="write the ablation figures from their experiments")
+    ap.add_argument("--strategies", action="store_true",
+                    help="write the evidence-strategies table instead of Tables 2-3 (default experiment evidence_strategies)")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.experiment or not args.figures:
+    if args.strategies:
+        strategies(load_runs(args.uri, args.experiment or ["evidence_strategies"]), args)
+    elif args.experiment or not args.figures:
         tables(load_runs(args.uri, args.experiment or ["main_table"]), args)
     if args.figures:
         for exp, param, xlabel, fname, kind in (

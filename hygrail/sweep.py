@@ -108,7 +108,17 @@ def check_config(cfg: DictConfig) -> None:
             cfg.llm.base_url = live  # how the cell runs, not what it is: not part of its identity
 
 
-TASKS = {"stats": stats, "run": run}
+def discover(cfg: DictConfig) -> dict:
+    """New hypotheses of one relation, ranked, reviewed and written up (hygrail/discovery)."""
+    from hygrail.discovery import options
+
+    options(cfg)  # discover.* errors before torch is imported (~5 s)
+    from hygrail.discovery.run import main as discover_main
+
+    return discover_main(cfg)
+
+
+TASKS = {"stats": stats, "run": run, "discover": discover}
 
 
 def _record(outcome: dict) -> None:

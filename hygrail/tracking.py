@@ -33,8 +33,9 @@ from typing import Any, Iterator, Mapping
 from filelock import FileLock
 from omegaconf import DictConfig, OmegaConf
 
-# Config parts that say where things go, not what was computed: not logged as the cell's config.
-VOLATILE = ("paths", "hydra", "tracking", "log_samples", "resume")
+# Config parts that say where things go, not what was computed: not logged as the cell's config
+# (``discover``: task=discover's own settings, logged by its own run, not part of a cell).
+VOLATILE = ("paths", "hydra", "tracking", "log_samples", "resume", "discover")
 # ... and parts that say how it was run (where the server is, how many threads or requests at once):
 # logged, but not part of the cell's identity, so a sweep resumed against a moved server skips done cells.
 HOW_RUN = ("threads", "format", "task", "llm.base_url", "llm.api_key_env", "llm.concurrency", "llm.timeout",

@@ -2,6 +2,7 @@
 HyGRAIL with an oracle reviewer, the review budget, HyGRAIL-NE's prompt, KG-FM's per-candidate
 calls and its stratified cap, and the MLflow + report rows they produce."""
 
+import dataclasses
 import json
 import re
 
@@ -182,7 +183,6 @@ def test_test_labels_cannot_change_any_choice(tmp_path, server, monkeypatch):
     """Band, GNN threshold, gamma, evidence texts and every test decision come from training and
     validation only: the same cell with the test labels permuted chooses and decides the same."""
     from hygrail import pipeline
-    from hygrail.data.split import Split
 
     cfg = _cfg(tmp_path, server.base_url, "method=hygrail", "evidence=template",
                "method.review_budget.val=8", "method.review_budget.test=8")
@@ -196,7 +196,7 @@ def test_test_labels_cannot_change_any_choice(tmp_path, server, monkeypatch):
         labels = split.pairs["label"].to_numpy().copy()
         labels[test] = np.random.default_rng(0).permutation(labels[test])
         assert (labels != split.pairs["label"].to_numpy()).any()
-        return kg, Split(split.relation, split.pairs.with_columns(pl.Series("label", labels)), split.train_graph)
+        return kg, dataclasses.replace(split, pairs=split.pairs.with_columns(pl.Series("label", labels)))
 
     monkeypatch.setattr(pipeline, "build_split", permuted_test_labels)
     other = run_cell(cfg)

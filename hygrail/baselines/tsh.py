@@ -70,17 +70,11 @@ class TSHResult:
 def tsh_scores(split: Split, cfg: Mapping) -> TSHResult:
     """Fit TSH on the validation hypotheses of ``split`` and score validation and test."""
     t0 = time.perf_counter()
-    val, test = split.part("val"), split.part("test")
-    x_val = _design(pair_features(split.train_graph, val["src"].to_numpy(), val["dst"].to_numpy(), cfg))
-    x_test = _design(pair_features(split.train_graph, test["src"].to_numpy(), test["dst"].to_numpy(), cfg))
-    y_val = val["label"].to_numpy()
-    if len(np.unique(y_val)) < 2:
-        raise DataError(
-            f"method=tsh: relation {split.relation.name} has {int(y_val.sum())} validation positives "
-            f"of {len(y_val)} hypotheses; fitting TSH's weights needs both classes"
-        )
-    model = fit_classifier(x_val.to_numpy(), y_val, cfg.get("classifier") or {})
-    s_val, s_test = (model.predict_proba(x.to_numpy())[:, 1] for x in (x_val, x_test))
+    model, x_val = fit_on_validation(split, cfg)
+    test = split.part("test")
+    y_val = split.part("val")["label"].to_numpy()
+    s_val = model.predict_proba(x_val.to_numpy())[:, 1]
+    s_test = score_pairs(model, pair_features(split.train_graph, test["src"].to_numpy(), test["dst"].to_numpy(), cfg))
     return TSHResult(
         val=s_val,
         test=s_test,
@@ -89,6 +83,25 @@ def tsh_scores(split: Split, cfg: Mapping) -> TSHResult:
         embedding_model=str(cfg.get("embedding_model")) if cfg.get("embedding", True) else "none",
         seconds=time.perf_counter() - t0,
     )
+
+
+def fit_on_validation(split: Split, cfg: Mapping) -> tuple[Pipeline, pl.DataFrame]:
+    """TSH's classifier fit on the validation hypotheses (module docstring: why validation), and
+    their design matrix."""
+    val = split.part("val")
+    x_val = _design(pair_features(split.train_graph, val["src"].to_numpy(), val["dst"].to_numpy(), cfg))
+    y_val = val["label"].to_numpy()
+    if len(np.unique(y_val)) < 2:
+        raise DataError(
+            f"method=tsh: relation {split.relation.name} has {int(y_val.sum())} validation positives "
+            f"of {len(y_val)} hypotheses; fitting TSH's weights needs both classes"
+        )
+    return fit_classifier(x_val.to_numpy(), y_val, cfg.get("classifier") or {}), x_val
+
+
+def score_pairs(model: Pipeline, feats: pl.DataFrame) -> np.ndarray:
+    """TSH scores in [0, 1] of pairs from their ``pair_features`` (discovery scores whole blocks)."""
+    return model.predict_proba(_design(feats).to_numpy())[:, 1]
 
 
 def pair_features(kg: KG, src: np.ndarray, dst: np.ndarray, cfg: Mapping) -> pl.DataFrame:

@@ -490,10 +490,12 @@ def path_candidates(
     return score, mids, edges, capped
 
 
-def connecting_paths(
-    kg: KG, stats: GraphStats, u: int, v: int, p: int, cfg: Mapping, strong: float, moderate: float
-) -> tuple[list[Path], int, bool]:
-    """Top-p 2/3-hop simple paths u..v avoiding the edge u-v; (paths, candidates scored, capped)."""
+def ranked_paths(
+    kg: KG, stats: GraphStats, u: int, v: int, p: int, cfg: Mapping
+) -> tuple[list[tuple[list[int], list[int], float]], int, bool]:
+    """Top-p 2/3-hop simple paths u..v avoiding the edge u-v as (nodes, edge ids, score), best
+    first; (those, candidates scored, capped). ``connecting_paths`` and the related systems'
+    evidence modes (hykge, aria) share it."""
     score, mids, edges, capped = path_candidates(kg, stats, u, v, cfg)
     found = len(score)
     if found == 0 or p <= 0:
@@ -503,14 +505,19 @@ def connecting_paths(
     # Deterministic ties: shorter paths first, then by intermediate ids.
     hops = (mids[cand, 1] >= 0).astype(np.int64)
     top = cand[np.lexsort((mids[cand, 1], mids[cand, 0], hops, -score[cand]))][:p]
+    out = [([int(u), *[int(m) for m in mids[i] if m >= 0], int(v)], [int(e) for e in edges[i] if e >= 0], float(score[i]))
+           for i in top]
+    return out, found, capped
 
+
+def connecting_paths(
+    kg: KG, stats: GraphStats, u: int, v: int, p: int, cfg: Mapping, strong: float, moderate: float
+) -> tuple[list[Path], int, bool]:
+    """Top-p 2/3-hop simple paths u..v avoiding the edge u-v; (paths, candidates scored, capped)."""
+    top, found, capped = ranked_paths(kg, stats, u, v, p, cfg)
     hub_cut = stats.hub_cut(float(cfg["hub"]["penalty"]))
     out = []
-    for i in top:
-        inner = [int(m) for m in mids[i] if m >= 0]
-        nodes = [int(u), *inner, int(v)]
-        eids = [int(e) for e in edges[i] if e >= 0]
-        s = float(score[i])
+    for nodes, eids, s in top:
         out.append(
             Path(
                 nodes=nodes,
@@ -520,7 +527,7 @@ def connecting_paths(
                 counts=[int(kg.counts[e]) for e in eids],
                 score=s,
                 strength="strong" if s >= strong else "moderate" if s >= moderate else "weak",
-                hub=any(kg.degree[m] >= hub_cut[kg.node_types[m]] for m in inner),
+                hub=any(kg.degree[m] >= hub_cut[kg.node_types[m]] for m in nodes[1:-1]),
             )
         )
     return out, found, capped

@@ -6,6 +6,9 @@ optional LLM pre-stages) and the LLM reviews it, one cached call per hypothesis.
         reviewed = reviewer.review(hyps)          # [Reviewed(hypothesis, prepared, result)]
         metrics = reviewer.metrics()              # llm_* usage, per-stage tokens, evidence_* summary
 
+``evidence_seconds`` is the wall time the mode's ``prepare`` spent outside its LLM calls (retrieval,
+embeddings, rendering): what a mode costs beyond the LLM usage counted per stage.
+
 ``choose_gamma`` and ``decide`` apply ``hygrail.review.calibrate``'s rule to what this returns,
 with the hypotheses a mode decided without review (``Prepared.skip``) at their fixed decisions;
 which hypotheses are reviewed (routing, budgets) is the caller's business.
@@ -13,6 +16,7 @@ which hypotheses are reviewed (routing, budgets) is the caller's business.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -46,13 +50,15 @@ class Reviewer:
         self.mode, self.graph, self.relation = mode, graph, relation
         self.stages = {stage: dict.fromkeys(STAGE_COUNTS, 0) for stage in ("prestage", "review")}
         self.prepared: list[Prepared] = []
+        self.evidence_seconds = 0.0
 
     def review(self, hyps: Sequence[Hypothesis]) -> list[Reviewed]:
         if not hyps:
             return []
-        before = self.client.usage()
+        before, t0 = self.client.usage(), time.perf_counter()
         prepared = self.mode.prepare(self.graph, self.relation, hyps, self.client if self.mode.uses_llm else None)
         middle = self.client.usage()
+        self.evidence_seconds += time.perf_counter() - t0 - (middle["wall_seconds"] - before["wall_seconds"])
         bad = {p.skip for p in prepared} - {None, *SKIPS}
         if bad:
             raise ValueError(f"evidence mode {self.mode.name!r} set skip={bad.pop()!r}; expected one of {SKIPS}")
@@ -71,7 +77,7 @@ class Reviewer:
     def metrics(self) -> dict[str, float]:
         out = {f"llm_{k}": float(v) for k, v in self.client.usage().items()}
         out |= {f"llm_{stage}_{k}": float(v) for stage, counts in self.stages.items() for k, v in counts.items()}
-        return out | self.mode.summary(self.prepared)
+        return out | {"evidence_seconds": self.evidence_seconds} | self.mode.summary(self.prepared)
 
     def close(self) -> None:
         self.client.close()  # stops an embedded llama.cpp server, closes the reply cache

@@ -7,7 +7,8 @@ relation's endpoint types, and maps candidate pairs (KG node ids) to logits in t
 (any number of pairs, e.g. in chunks over a whole candidate space); ``forward`` is the two in a
 row. ``sigmoid(logits)`` is the score s_h in [0, 1]. One model is trained per relation, so the
 decoder is specific to that relation. ``pair_features`` (a function of (kg, src, dst), or None)
-says which pair features ``decode`` expects.
+says which pair features ``decode`` expects; ``block_features(kg, dst)`` gives the same for every
+pair of a block (sources x ``dst``), for scoring a whole candidate space.
 
 Why the paper's HeteroConv and HGT stay near chance here (bench_triage.py --ablation; the paper's
 own Table 2 shows the same: their GNN-only F1 0.093 at recall 0.87-0.94 is what calling every
@@ -31,7 +32,14 @@ from torch_geometric.nn import MLP, GraphConv, HeteroConv, HeteroDictLinear, HGT
 from torch_geometric.nn.dense import HeteroLinear
 
 from hygrail.kg import DataError
-from hygrail.triage.features import N_PAIR_FEATURES, link_features, pair_features, relational_graph
+from hygrail.triage.features import (
+    N_PAIR_FEATURES,
+    BlockPairFeatures,
+    LinkBlocks,
+    link_features,
+    pair_features,
+    relational_graph,
+)
 
 
 class CosineDecoder(nn.Module):
@@ -72,7 +80,7 @@ class HeteroConvEncoder(nn.Module):
 class HeteroConvNet(nn.Module):
     """Per-type embeddings, ``HeteroConvEncoder``; cosine decoder."""
 
-    pair_features = None
+    pair_features = block_features = None
 
     def __init__(self, graph: HeteroData, relation: tuple[str, str], hidden: int = 64):
         super().__init__()
@@ -128,7 +136,7 @@ class HGTEncoder(nn.Module):
 class HGTNet(nn.Module):
     """Per-type embeddings, per-type linear projections, ``HGTEncoder``; cosine decoder."""
 
-    pair_features = None
+    pair_features = block_features = None
 
     def __init__(self, graph: HeteroData, relation: tuple[str, str], hidden: int = 64, heads: int = 4):
         super().__init__()
@@ -173,6 +181,7 @@ class RGCNNet(nn.Module):
     (dropout 0.15, 0.10)."""
 
     pair_features = staticmethod(pair_features)
+    block_features = BlockPairFeatures
 
     def __init__(
         self,
@@ -296,6 +305,7 @@ class PlusNet(nn.Module):
     """
 
     pair_features = staticmethod(link_features)
+    block_features = LinkBlocks
 
     def __init__(
         self,
@@ -328,7 +338,8 @@ class PlusNet(nn.Module):
         else:
             raise ValueError(f"encoder={encoder!r}; expected heteroconv, hgt or rgcn")
         if decoder == "cosine":  # ablation: the paper's decoder on informative inputs, no pair features
-            self.pair_features, self.cosine, head_folds = None, CosineDecoder(), 0
+            self.pair_features = self.block_features = None
+            self.cosine, head_folds = CosineDecoder(), 0
         elif decoder != "mlp":
             raise ValueError(f"decoder={decoder!r}; expected mlp or cosine")
         self.scale = FeatureScale(n_pair)

@@ -5,7 +5,8 @@
   edge types are the KG's edge types in both directions (``rev_`` names for the reverse).
 - ``relational_graph``: the same edges in one global node-id space with relation-type ids (R-GCN).
 - ``target_edge_positions`` / ``drop_target_edges``: hide supervised positives from message passing.
-- ``pair_features``: R-GCN's six local features of a candidate pair.
+- ``pair_features``: R-GCN's six local features of a candidate pair; ``BlockPairFeatures``: the
+  same for every pair of a block (sources x destinations), for scoring a whole candidate space.
 - ``node_inputs`` / ``link_features``: what the ``*_plus`` backbones read instead of free
   embeddings (node statistics and name embeddings, once per graph) and beside the endpoint states
   (typed path counts of a pair, by sparse products batched over source nodes).
@@ -163,33 +164,68 @@ def pair_features(kg: KG, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """
     # Copies: scipy's fancy indexing fails on read-only arrays such as polars' to_numpy() views.
     src, dst = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
-    adj = kg.adjacency
-    binary = sp.csr_matrix((np.ones_like(adj.data, dtype=np.float64), adj.indices, adj.indptr), shape=adj.shape)
-    weighted = sp.csr_matrix((edge_weights(kg)[adj.data - 1], adj.indices, adj.indptr), shape=adj.shape)
-    deg = kg.degree.astype(np.float64)
-    wdeg = np.asarray(weighted.sum(axis=1)).ravel()
+    binary, weighted, deg, wdeg, inv_log_deg = _pair_structure(kg)
 
     own = kg.has_edges(src, dst).astype(np.float64)
     own_w = np.asarray(weighted[src, dst]).ravel() if len(src) else np.zeros(0)
     common = binary[src].multiply(binary[dst]).tocsr()
     n_common = np.asarray(common.sum(axis=1)).ravel()
     two_hop = np.asarray(weighted[src].multiply(weighted[dst]).sum(axis=1)).ravel()
+    adamic_adar = common @ inv_log_deg
+    return _six(wdeg[src], wdeg[dst], deg[src], deg[dst], own, own_w, n_common, two_hop, adamic_adar)
+
+
+def _six(wdeg_s, wdeg_d, deg_s, deg_d, own, own_w, n_common, two_hop, adamic_adar) -> np.ndarray:
+    """The six features from their parts (arrays broadcasting to one shape), stacked last."""
+    union = (deg_s - own) + (deg_d - own) - n_common
+    jaccard = np.divide(n_common, union, out=np.zeros_like(union), where=union > 0)
+    parts = [np.log1p(wdeg_s - own_w), np.log1p(wdeg_d - own_w), two_hop, np.log1p(n_common), jaccard, adamic_adar]
+    return np.stack(np.broadcast_arrays(*parts), axis=-1).astype(np.float32)
+
+
+def _pair_structure(kg: KG) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray, np.ndarray, np.ndarray]:
+    """(binary adjacency, ``edge_weights`` adjacency, degree, weighted degree, 1/log degree) of the
+    graph: what ``pair_features`` reads."""
+    adj = kg.adjacency
+    binary = sp.csr_matrix((np.ones_like(adj.data, dtype=np.float64), adj.indices, adj.indptr), shape=adj.shape)
+    weighted = sp.csr_matrix((edge_weights(kg)[adj.data - 1], adj.indices, adj.indptr), shape=adj.shape)
+    deg = kg.degree.astype(np.float64)
+    wdeg = np.asarray(weighted.sum(axis=1)).ravel()
     # A common neighbour has degree >= 2, so log(deg) > 0.
     inv_log_deg = np.where(deg > 1, 1.0 / np.log(np.maximum(deg, 2.0)), 0.0)
-    adamic_adar = common @ inv_log_deg
-    union = (deg[src] - own) + (deg[dst] - own) - n_common
-    jaccard = np.divide(n_common, union, out=np.zeros_like(union), where=union > 0)
-    return np.stack(
-        [
-            np.log1p(wdeg[src] - own_w),
-            np.log1p(wdeg[dst] - own_w),
-            two_hop,
-            np.log1p(n_common),
-            jaccard,
-            adamic_adar,
-        ],
-        axis=1,
-    ).astype(np.float32)
+    return binary, weighted, deg, wdeg, inv_log_deg
+
+
+class BlockPairFeatures:
+    """``pair_features`` of every pair (s, d) of a block, s in ``src`` and d in the fixed ``dst``:
+    ``self(src)[i, j] == pair_features(kg, [src[i]], [dst[j]])[0]``.
+
+    Per-pair fancy indexing reads two sparse rows per pair; a block reads each source row once and
+    gets the common-neighbour counts, Adamic-Adar and two-hop sums of all its pairs from two sparse
+    products with the destinations' columns (prepared once here), so the cost per block is the
+    number of 2-paths from its sources into the destinations, not pairs x degree.
+    """
+
+    def __init__(self, kg: KG, dst: np.ndarray):
+        binary, weighted, self.deg, self.wdeg, inv_log_deg = _pair_structure(kg)
+        self.dst = np.array(dst, dtype=np.int64)
+        self.binary, self.weighted = binary, weighted
+        to_dst = binary[:, self.dst].tocsr()  # N x D: who neighbours each destination
+        # [common | Adamic-Adar] from one product: the second half's rows are scaled by 1/log deg(z).
+        self.right_b = sp.hstack([to_dst, sp.diags(inv_log_deg) @ to_dst], format="csr")
+        self.right_w = weighted[:, self.dst].tocsr()
+
+    def __call__(self, src: np.ndarray) -> np.ndarray:
+        src = np.array(src, dtype=np.int64)
+        n_dst = len(self.dst)
+        rows_b, rows_w = self.binary[src], self.weighted[src]
+        both = (rows_b @ self.right_b).toarray()
+        n_common, adamic_adar = both[:, :n_dst], both[:, n_dst:]
+        two_hop = (rows_w @ self.right_w).toarray()
+        own = rows_b[:, self.dst].toarray()  # the pair's own edge (a training positive), as in pair_features
+        own_w = rows_w[:, self.dst].toarray()
+        return _six(self.wdeg[src][:, None], self.wdeg[self.dst][None, :], self.deg[src][:, None],
+                    self.deg[self.dst][None, :], own, own_w, n_common, two_hop, adamic_adar)
 
 
 # -- inputs of the *_plus backbones ---------------------------------------------------------------
@@ -285,13 +321,25 @@ def link_features(kg: KG, src: np.ndarray, dst: np.ndarray, batch_size: int = 25
     return out
 
 
-def link_blocks(kg: KG, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """(|S|, |D|, 8 + T) ``link_features`` of every pair in sources x targets."""
-    products, deg_s, deg_d = _link_products(np.asarray(sources), np.asarray(targets), _link_matrices(kg))
+def link_blocks(kg: KG, sources: np.ndarray, targets: np.ndarray, mats: dict | None = None) -> np.ndarray:
+    """(|S|, |D|, 8 + T) ``link_features`` of every pair in sources x targets (``mats``: the graph's
+    ``_link_matrices``, when already built)."""
+    products, deg_s, deg_d = _link_products(np.asarray(sources), np.asarray(targets), mats or _link_matrices(kg))
     shape = (len(sources), len(targets))
     vals = [p.toarray().ravel() for p in products]
     feats = _finish(vals, np.repeat(deg_s, shape[1]), np.tile(deg_d, shape[0]))
     return feats.reshape(*shape, -1)
+
+
+class LinkBlocks:
+    """``link_blocks`` against a fixed ``dst``, the graph's matrices built once: what
+    ``BlockPairFeatures`` is to ``pair_features`` (a candidate space scored block by block)."""
+
+    def __init__(self, kg: KG, dst: np.ndarray):
+        self.kg, self.dst, self.mats = kg, np.array(dst, dtype=np.int64), _link_matrices(kg)
+
+    def __call__(self, src: np.ndarray) -> np.ndarray:
+        return link_blocks(self.kg, np.array(src, dtype=np.int64), self.dst, self.mats)
 
 
 def _link_products(sources: np.ndarray, targets: np.ndarray, m: dict) -> tuple[list, np.ndarray, np.ndarray]:

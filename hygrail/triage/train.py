@@ -24,7 +24,7 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 import lightning as L
 import numpy as np
@@ -113,33 +113,134 @@ class Scorer:
     node are cheapest: pair features are computed per distinct source.
     """
 
-    def __init__(self, module: TriageModule, graph_kg: KG):
+    def __init__(self, module: TriageModule, graph_kg: KG, encode_edges: int | None = None):
         self.module, self.kg = module.eval(), graph_kg
         self.backbone = module.backbone
-        with torch.no_grad():
+        with torch.no_grad(), by_destination(self.backbone, encode_edges):
             self.z = self.backbone.encode(module.graph)
 
-    @torch.no_grad()
     def __call__(self, src: np.ndarray, dst: np.ndarray, chunk: int = 1 << 16) -> np.ndarray:
+        return self.probability(self.logits(src, dst, chunk))
+
+    @torch.no_grad()
+    def logits(self, src: np.ndarray, dst: np.ndarray, chunk: int = 1 << 16,
+               features: np.ndarray | None = None) -> np.ndarray:
+        """float32 logits, prior included, of the pairs (src[i], dst[i]); ``probability`` of them
+        is the score. ``features``: the pairs' features if already computed (e.g. by blocks)."""
         src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
-        out = np.empty(len(src), dtype=np.float64)
+        out = np.empty(len(src), dtype=np.float32)
         for lo in range(0, len(src), chunk):
-            b = pair_batch(self.kg, src[lo : lo + chunk], dst[lo : lo + chunk], None, self.backbone.pair_features)
-            logits = self.backbone.decode(self.module.graph, self.z, b["src"], b["dst"], b.get("pair_feats"))
-            out[lo : lo + chunk] = torch.sigmoid(logits + self.module.prior_logit).double().numpy()
+            hi = lo + chunk
+            if features is None:
+                b = pair_batch(self.kg, src[lo:hi], dst[lo:hi], None, self.backbone.pair_features)
+            else:
+                b = pair_batch(self.kg, src[lo:hi], dst[lo:hi], None)
+                b["pair_feats"] = torch.from_numpy(np.ascontiguousarray(features[lo:hi], dtype=np.float32))
+            out[lo:hi] = self._logits(b["src"], b["dst"], b.get("pair_feats")).numpy()
         return out
 
+    def _logits(self, src: torch.Tensor, dst: torch.Tensor, pair_feats: torch.Tensor | None) -> torch.Tensor:
+        return self.backbone.decode(self.module.graph, self.z, src, dst, pair_feats) + self.module.prior_logit
 
-def load_scorer(split: Split, backbone_cfg: Mapping, seed: int, cache_dir: Path) -> Scorer:
+    @torch.no_grad()
+    def logit_block(self, src: np.ndarray, dst: np.ndarray, features: Callable | None = None,
+                    chunk: int = 1 << 16) -> np.ndarray:
+        """(S, D) float32 logits, prior included, of every pair (src[i], dst[j]); ``probability`` of
+        them equals ``self(np.repeat(src, D), np.tile(dst, S))`` reshaped. A ranking reads the
+        logits: near 1 the float32 scores saturate into ties. ``features``: the backbone's
+        ``block_features`` over ``dst``, built once for many blocks (built here if not given)."""
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        n = len(src) * len(dst)
+        feats = None
+        if self.backbone.pair_features is not None:
+            feats = torch.from_numpy((features or self.backbone.block_features(self.kg, dst))(src).reshape(n, -1))
+        pair_src, pair_dst = torch.from_numpy(np.repeat(src, len(dst))), torch.from_numpy(np.tile(dst, len(src)))
+        out = np.empty(n, dtype=np.float32)
+        for lo in range(0, n, chunk):
+            hi = lo + chunk
+            out[lo:hi] = self._logits(pair_src[lo:hi], pair_dst[lo:hi], None if feats is None else feats[lo:hi]).numpy()
+        return out.reshape(len(src), len(dst))
+
+    @staticmethod
+    def probability(logits: np.ndarray) -> np.ndarray:
+        """Scores in [0, 1] from ``logit_block``'s logits, computed as the trained model's are."""
+        return torch.sigmoid(torch.from_numpy(np.asarray(logits, dtype=np.float32))).double().numpy()
+
+    @torch.no_grad()
+    def states(self, nodes: np.ndarray, node_type: str) -> torch.Tensor:
+        """Encoder states of the given nodes (all of type ``node_type``), one row each."""
+        nodes = torch.as_tensor(np.asarray(nodes, dtype=np.int64))
+        if isinstance(self.z, dict):  # per-type states (HeteroConv, HGT), indexed by position within the type
+            return self.z[node_type][self.module.graph.local_index[nodes]]
+        return self.z[nodes]
+
+
+def load_scorer(split: Split, backbone_cfg: Mapping, seed: int, cache_dir: Path, encode_edges: int | None = None) -> Scorer:
     """The cached model of (split, backbone_cfg, seed) as a ``Scorer``; trains it first if the
-    cache lacks it."""
+    cache lacks it. ``encode_edges``: see ``by_destination``."""
     cfg = plain_config(backbone_cfg)
     ckpt = triage_scores(split, cfg, seed, cache_dir).checkpoint
     backbone, graph = build_backbone(split.train_graph, split.relation, cfg)
     module = TriageModule.load_from_checkpoint(
         ckpt, map_location="cpu", backbone=backbone, graph=graph, relation=(split.relation.src, split.relation.dst)
     )
-    return Scorer(module, split.train_graph)
+    return Scorer(module, split.train_graph, encode_edges)
+
+
+class DestinationChunks(torch.nn.Module):
+    """A heterogeneous message-passing layer (PyG ``HGTConv``, ``HeteroConv``) run on the edges
+    into a range of destination nodes at a time, at most ``max_edges`` edges per run.
+
+    Exact: such a layer's output at node v depends on the inputs and the edges into v only (HGT's
+    attention softmax is over v's incoming edges; HeteroConv's mean over edge types keeps every
+    edge type into v's type, empty ones included). What it saves is the per-edge tensors: HGT holds
+    ~5 (edges x hidden) float tensors at once, 6.7 GB at full synthetic MatKG size (5.4 M directed
+    edges; measured peak RSS of one encode), against ``max_edges`` x hidden x 20 B per run here."""
+
+    def __init__(self, conv: torch.nn.Module, max_edges: int):
+        super().__init__()
+        self.conv, self.max_edges = conv, int(max_edges)
+
+    def forward(self, x_dict: dict, edge_index_dict: dict, **kwargs) -> dict:
+        out = {}
+        for node_type in dict.fromkeys(et[2] for et in edge_index_dict):
+            into = [et for et in edge_index_dict if et[2] == node_type]
+            dst = torch.cat([edge_index_dict[et][1] for et in into])
+            n = x_dict[node_type].size(0)
+            per_node = torch.bincount(dst, minlength=n).cumsum(0)
+            bounds = [0]
+            while bounds[-1] < n:  # ranges of destinations holding at most max_edges edges (at least one node)
+                start = int(per_node[bounds[-1] - 1]) if bounds[-1] else 0
+                bounds.append(max(bounds[-1] + 1, int(torch.searchsorted(per_node, start + self.max_edges, right=True))))
+            parts = []
+            for lo, hi in zip(bounds[:-1], bounds[1:]):
+                keep = {et: (edge_index_dict[et][1] >= lo) & (edge_index_dict[et][1] < hi) for et in into}
+                sub = {et: edge_index_dict[et][:, keep[et]] for et in into}
+                kw = {k: {et: v[et][keep[et]] for et in into if et in v} for k, v in kwargs.items()}
+                parts.append(self.conv(x_dict, sub, **kw)[node_type][lo:hi])
+            out[node_type] = torch.cat(parts)
+        return out
+
+
+@contextmanager
+def by_destination(backbone: torch.nn.Module, max_edges: int | None) -> Iterator[None]:
+    """Within the block, the backbone's heterogeneous message-passing layers run as
+    ``DestinationChunks`` (no-op for ``None``; R-GCN's homogeneous ``RGCNConv`` loops over
+    relations already and peaks at 1.5 GB at full size, measured)."""
+    from torch_geometric.nn import HeteroConv, HGTConv
+
+    swapped = []
+    if max_edges:
+        for parent in list(backbone.modules()):
+            for name, child in list(parent.named_children()):
+                if isinstance(child, (HGTConv, HeteroConv)):
+                    setattr(parent, name, DestinationChunks(child, max_edges))
+                    swapped.append((parent, name, child))
+    try:
+        yield
+    finally:
+        for parent, name, child in swapped:
+            setattr(parent, name, child)
 
 
 def cache_key(split: Split, cfg: Mapping, seed: int) -> str:

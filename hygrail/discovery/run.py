@@ -1,0 +1,369 @@
+"""``task=discover``: the job HyGRAIL is named for, composed from the stages of ``task=run``.
+
+    KG (<= cutoff) -> split (calibration) -> triage of ALL unobserved pairs (streamed, top-K)
+      -> band regions -> reviewing stage on the routed head -> ranked table + HTML cards
+      -> (cutoff given) precision@K against the edges dated after it
+
+The GNN, its threshold, the band [a*, b*] and gamma come from the split's validation part exactly
+as in ``task=run`` (``pipeline.gnn_stage``, ``pipeline.val_gamma``: the same cached model and
+replies); nothing is tuned on the candidates. Candidates are scored on the split's training graph,
+the graph the band was calibrated on (its validation/test positives are observed edges, so they
+are not candidates either); evidence comes from the same graph, as in ``task=run``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from omegaconf import DictConfig
+
+from hygrail.data import load_kg
+from hygrail.discovery.cards import COLUMNS, write_html, write_markdown, write_table
+from hygrail.discovery import options
+from hygrail.discovery.retro import check_cutoff, future_edges, hygrail_order, labels_of, ranking_metrics
+from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, PreferentialAttachment, TSHBlocks, two_stage, walk
+from hygrail.discovery.space import CandidateSpace, ranking
+from hygrail.evidence.mode import Hypothesis, load_mode
+from hygrail.kg import DataError
+from hygrail.pipeline import _hypotheses, _plain, _reviewer, build_split, gnn_stage, review_order, val_gamma
+from hygrail.review.stage import check_failures, decide
+from hygrail.triage.routing import Band, route
+
+METHODS = {"gnn": "GNN", "hygrail": "HyGRAIL", "tsh": "TSH", "pa": "Preferential attachment"}
+
+
+@dataclass
+class Discovery:
+    table: pl.DataFrame  # the ranked hypotheses (cards.COLUMNS)
+    metrics: dict[str, float]
+    out: Path  # where the report was written
+    summary: dict
+    retro: pl.DataFrame | None = None  # one row per ranking method (cutoff only)
+    curves: dict[str, np.ndarray] = field(default_factory=dict)  # precision@k, k = 1..max(ks)
+    space: CandidateSpace | None = None  # the candidates (on the graph known by the cutoff)
+    graph: object = None  # the split's training graph: what the GNN, TSH and the evidence read
+
+
+def default_out(cfg: DictConfig) -> Path:
+    d = cfg.discover
+    if d.out:
+        return Path(str(d.out))
+    name = f"{cfg.backbone.name}-{cfg.llm.name}-{cfg.evidence.mode}-seed{cfg.seed}"
+    return Path(cfg.paths.outputs) / "discover" / str(cfg.relation.name) / (name + (f"-cutoff{d.cutoff}" if d.cutoff is not None else ""))
+
+
+def discover(cfg: DictConfig, logger=None) -> Discovery:
+    """The discovery of one config (module docstring); ``logger``: a Lightning logger receiving the
+    triage training curves (if it trains)."""
+    d = options(cfg)
+    seed, top_k, cutoff = int(cfg.seed), int(d["top_k"]), d.get("cutoff")
+    timer = {}
+    t0 = time.perf_counter()
+    kg = load_kg(_plain(cfg.data))
+    relation = kg.schema.relation(cfg.relation.name)
+    if cutoff is not None:
+        check_cutoff(kg, relation, cutoff)
+        known = kg.until(cutoff)
+    else:
+        known = kg
+    space = CandidateSpace(known, relation)
+    if cutoff is not None and space.size > int(d["eval_max_pairs"]):
+        raise DataError(f"discover.cutoff={cutoff}: the retrospective evaluation keeps every candidate's score per "
+                        f"method; {space.size:,} candidates exceed discover.eval_max_pairs={d['eval_max_pairs']:,} "
+                        f"(use a subgraph: data.subgraph_nodes)")
+    short = d.get("shortlist")
+    exact = short is None or (short == "auto" and space.size <= int(d["exact_max_pairs"]))
+    if cutoff is not None and not exact:
+        raise DataError(f"discover.cutoff={cutoff} with discover.shortlist={short}: retrospective evaluation ranks "
+                        f"every candidate exactly; set discover.shortlist=null")
+    try:
+        _, split = build_split(cfg, known)
+    except DataError as e:  # e.g. too few edges known by an early cutoff to split
+        raise DataError(f"discover.cutoff={cutoff}: {e}" if cutoff is not None else str(e)) from None
+    triage, metrics, _ = gnn_stage(cfg, known, split, logger)
+    from hygrail.triage.train import load_scorer
+
+    scorer = load_scorer(split, _plain(cfg.backbone), seed, Path(cfg.paths.cache) / "triage", int(d["encode_edges"]))
+    band = Band(triage.band[0], triage.band[1], True, True)  # clipped cuts route exactly as the infinite ones
+    gnn = GNNBlocks(scorer, space)
+    timer["prepare"] = time.perf_counter() - t0
+
+    # -- triage of the whole space --------------------------------------------------------------
+    t0 = time.perf_counter()
+    n_cand = int(d["review_budget"]["candidates"])
+    if exact:
+        w = walk(space, gnn, top_k, seed, int(d["block_pairs"]), band, gnn.probability, routed_k=n_cand,
+                 keep=cutoff is not None, desc=f"score {space.size:,} candidates")
+    else:
+        size = int(d["shortlist_auto"]) if short == "auto" else int(short)
+        w = two_stage(gnn, space, top_k, seed, int(d["block_pairs"]), max(size, top_k), band, routed_k=n_cand,
+                      sample=int(d["surrogate_sample"]))
+    timer["score"] = time.perf_counter() - t0
+    metrics |= {"discover_candidates": float(space.size), "discover_exact": float(exact),
+                **{f"discover_{k}{'_estimated' if w.estimated else ''}": float(v) for k, v in w.counts.items()},
+                **{f"discover_two_stage_{k}": v for k, v in w.info.items()}}
+
+    # -- review of the routed head ----------------------------------------------------------------
+    t0 = time.perf_counter()
+    head_prob = gnn.probability(w.head.score)
+    routed = w.routed
+    reviewed, decisions, gamma = [], np.zeros(0, dtype=np.int8), None
+    if routed is not None and len(routed.score):
+        reviewed, decisions, gamma, review_metrics = review(cfg, d, split, triage, routed, gnn)
+        metrics |= review_metrics
+    timer["review"] = time.perf_counter() - t0
+
+    # -- the ranked table --------------------------------------------------------------------------
+    t0 = time.perf_counter()
+    table = build_table(cfg, split, triage, band, w, head_prob, reviewed, decisions)
+    future = future_edges(kg, known, relation, cutoff) if cutoff is not None else None
+    if future is not None:
+        years = dict(zip(zip(future.src.tolist(), future.dst.tolist()), future.year.tolist()))
+        table = table.with_columns(pl.Series("future_year", [years.get((s, t)) for s, t in
+                                                            zip(table["left_id"].to_list(), table["right_id"].to_list())],
+                                             dtype=pl.Int32))
+    timer["table"] = time.perf_counter() - t0
+
+    result = Discovery(table.select(COLUMNS), metrics, default_out(cfg), {}, space=space, graph=split.train_graph)
+    if future is not None:
+        t0 = time.perf_counter()
+        result.retro, result.curves, retro_metrics = evaluate(cfg, d, split, space, gnn, band, w, reviewed,
+                                                               decisions, future, kg.num_nodes)
+        metrics |= retro_metrics
+        timer["evaluate"] = time.perf_counter() - t0
+    metrics |= {"gamma": gamma if gamma is not None else float("nan")}
+    metrics |= {f"discover_seconds_{k}": v for k, v in timer.items()}
+    result.summary = summary(cfg, space, band, triage.threshold, gamma, w, len(reviewed), metrics, exact)
+    return result
+
+
+def review(cfg: DictConfig, d: dict, split, triage, routed, gnn: GNNBlocks):
+    """LLM review of the best routed candidates, gamma from the routed validation hypotheses (as in
+    ``task=run``): (reviewed, decisions, gamma, metrics)."""
+    mode = load_mode(_plain(cfg.evidence), _plain(cfg.relation)["templates"], triage.calibrated())
+    y_val = split.part("val")["label"].to_numpy()
+    r_val = triage.route_val
+    gnn_val = (triage.scores.val >= triage.threshold).astype(int)
+    pick_val = review_order(triage.scores.val, r_val == -1, triage.threshold, d["review_budget"].get("val"), int(cfg.seed))
+    probs = gnn.probability(routed.score)
+    hyps = [Hypothesis(int(s), int(t), float(p)) for s, t, p in zip(routed.src, routed.dst, probs)]
+    with _reviewer(cfg, mode, split) as reviewer:
+        rev_val = reviewer.review(_hypotheses(split.part("val"), pick_val, triage.scores.val))
+        reviewed = reviewer.review(hyps)
+        metrics = reviewer.metrics()
+        cache = reviewer.cache_path()
+    check_failures([r.result for r in rev_val + reviewed], float(cfg.method.get("max_review_failure_rate", 1.0)),
+                   cfg.llm.name, cache)
+    on_failure = cfg.method.get("on_failure", "fallback")
+    gamma = val_gamma(r_val, gnn_val, y_val, pick_val, rev_val, on_failure)
+    decisions = decide(reviewed, gamma, (probs >= triage.threshold).astype(int), on_failure)
+    metrics |= {"discover_val_reviewed": float(len(pick_val)), "discover_reviewed": float(len(reviewed)),
+                "discover_llm_accepted": float(decisions.sum())}
+    return reviewed, decisions, gamma, metrics
+
+
+def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.ndarray, reviewed: list,
+                decisions: np.ndarray) -> pl.DataFrame:
+    """The head (best ``top_k`` by GNN score) and every reviewed candidate, in HyGRAIL's order
+    (``retro.hygrail_order``), with evidence for each row."""
+    from hygrail.evidence.naturalize import Template
+
+    graph = split.train_graph
+    rows: dict[tuple[int, int], dict] = {}
+    for i, (s, t, p) in enumerate(zip(w.head.src.tolist(), w.head.dst.tolist(), head_prob.tolist())):
+        rows[(s, t)] = {"gnn_rank": i + 1, "score": p}
+    above = w.counts.get("auto_accept", 0)
+    for j, r in enumerate(reviewed):
+        key = (r.hypothesis.src, r.hypothesis.dst)
+        # The routed head is the top of the band: every candidate above b* ranks before it.
+        rows.setdefault(key, {"gnn_rank": above + j + 1, "score": r.hypothesis.score})
+        rows[key] |= {"reviewed": r, "decision": int(decisions[j])}
+    keys = list(rows)
+    src = np.array([k[0] for k in keys], dtype=np.int64)
+    dst = np.array([k[1] for k in keys], dtype=np.int64)
+    score = np.array([rows[k]["score"] for k in keys])
+    region = route(score, band)
+    templates = _plain(cfg.relation)["templates"]
+    threshold = triage.threshold
+    cards = Template(_plain(cfg.evidence) | {"mode": "template"}, templates, triage.calibrated()).prepare(
+        graph, split.relation, [Hypothesis(int(s), int(t), float(p)) for s, t, p in zip(src, dst, score)])
+    records = []
+    for k, reg, card in zip(keys, region, cards):
+        row, rev = rows[k], rows[k].get("reviewed")
+        res = rev.result if rev else None
+        if reg == 1:
+            verdict, by = "accept", "GNN: score above b*"
+        elif reg == 0:
+            verdict, by = "reject", "GNN: score below a*"
+        elif rev is None:
+            verdict, by = "unreviewed", f"routed, beyond the review budget (GNN-only: {'accept' if row['score'] >= threshold else 'reject'})"
+        else:
+            verdict = "accept" if row["decision"] else "reject"
+            by = f"evidence mode: {rev.prepared.skip}" if rev.prepared.skip else ("LLM" if res and res.ok else "LLM failed: GNN fallback")
+        theirs = rev.prepared.text if rev else None
+        records.append({
+            "gnn_rank": row["gnn_rank"], "left": graph.label(k[0]), "right": graph.label(k[1]), "score": float(row["score"]),
+            "region": REGION_NAMES[int(reg)], "verdict": verdict, "decided_by": by,
+            "review": res.review if res else None, "confidence": res.confidence if res else None,
+            "reasoning": (res.reasoning or res.failure) if res else None, "statement": card.statement,
+            "evidence": card.text, "reviewer_evidence": theirs if theirs != card.text else None,
+            "structured": json.dumps(card.structured), "future_year": None, "left_id": k[0], "right_id": k[1]})
+    table = pl.DataFrame(records, schema_overrides={"review": pl.String, "confidence": pl.Float64, "reasoning": pl.String,
+                                                     "reviewer_evidence": pl.String, "future_year": pl.Int32})
+    gnn_order = np.argsort(table["gnn_rank"].to_numpy(), kind="stable")
+    verdicts = table["verdict"].to_numpy()
+    llm = np.array([k in rows and "reviewed" in rows[k] for k in keys])
+    order = hygrail_order(gnn_order, region == 1, llm & (verdicts == "accept"), llm & (verdicts == "reject"),
+                          table["confidence"].fill_null(0.0).to_numpy())
+    return table[order].with_columns(pl.Series("rank", np.arange(1, len(order) + 1)))
+
+
+def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlocks, band: Band, w, reviewed: list,
+             decisions: np.ndarray, future, n_nodes: int):
+    """Precision@K, recall@K and AP of the four rankings over the whole candidate space (``retro``)."""
+    seed, block = int(cfg.seed), int(d["block_pairs"])
+    src, dst = space.pairs(block)
+    labels = labels_of(src, dst, future, n_nodes, space.same_type)
+    scores = {"gnn": w.scores,
+              "tsh": walk(space, TSHBlocks(split, d["tsh"], space), 1, seed, block, keep=True, desc="TSH").scores,
+              "pa": walk(space, PreferentialAttachment(split.train_graph, space), 1, seed, block, keep=True,
+                         desc="preferential attachment").scores}
+    orders = {name: ranking(s, src, dst, seed) for name, s in scores.items()}
+    # HyGRAIL: the reviewed candidates found in the walk order by their keys.
+    keys = src * n_nodes + dst
+    by_key = np.argsort(keys)
+    llm_yes, llm_no, conf = (np.zeros(len(src), bool), np.zeros(len(src), bool), np.zeros(len(src)))
+    if reviewed:
+        rk = np.array([r.hypothesis.src * n_nodes + r.hypothesis.dst for r in reviewed])
+        at = by_key[np.searchsorted(keys[by_key], rk)]
+        llm_yes[at[decisions == 1]] = True
+        llm_no[at[decisions == 0]] = True
+        conf[at] = [r.result.confidence if r.result and r.result.confidence is not None else 0.0 for r in reviewed]
+    auto = route(gnn.probability(w.scores), band) == 1
+    orders["hygrail"] = hygrail_order(orders["gnn"], auto, llm_yes, llm_no, conf)
+    n_future, ks = len(future.src), d["ks"]
+    rows, metrics, curves = [], {"retro_future_edges": float(n_future), "retro_future_unreachable": float(future.unreachable)}, {}
+    for name in ("gnn", "hygrail", "tsh", "pa"):
+        hits = labels[orders[name]]
+        m = ranking_metrics(hits, n_future, ks)
+        metrics |= {f"retro_{name}_{k}": v for k, v in m.items()}
+        rows.append({"method": METHODS[name]} | m)
+        curves[METHODS[name]] = np.cumsum(hits[: max(ks)]) / np.arange(1, min(max(ks), len(hits)) + 1)
+    return pl.DataFrame(rows), curves, metrics
+
+
+def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float, gamma, w, n_reviewed: int,
+            metrics: dict, exact: bool) -> dict:
+    rel = space.relation
+    schema = space.kg.schema
+    c = w.counts
+    est = " (estimated from a uniform sample)" if w.estimated else ""
+    lead = [f"{space.size:,} unobserved {schema.display_name(rel.src)}-{schema.display_name(rel.dst)} pairs scored by "
+            f"{cfg.backbone.name} ({'every pair exactly' if exact else 'surrogate, then the model on a shortlist'}).",
+            f"{c['auto_accept']:,} above b* (accepted without an LLM), {c['routed']:,} in the band, {c['auto_reject']:,} "
+            f"below a*{est}: reviewing the whole band would take {c['routed']:,} LLM calls; {n_reviewed} were made "
+            f"here on the best-scored routed candidates.",
+            "Accepted hypotheses are model-generated candidates for expert or experimental validation, not findings."]
+    facts = {"data": cfg.data.name, "relation": f"{rel.name} ({rel.label})", "backbone": cfg.backbone.name,
+             "reviewer": f"{cfg.llm.name} (evidence: {cfg.evidence.mode})", "seed": cfg.seed,
+             "cutoff": cfg.discover.cutoff if cfg.discover.cutoff is not None else "none (all edges)",
+             "band [a*, b*]": f"[{band.a:.4f}, {band.b:.4f}]", "GNN-only threshold": f"{threshold:.4f}",
+             "gamma": "n/a (no review)" if gamma is None else f"{gamma:.3f}",
+             "validation reviews (gamma)": int(metrics.get("discover_val_reviewed", 0)),
+             "candidate reviews": n_reviewed, "scoring seconds": f"{metrics['discover_seconds_score']:.1f}"}
+    if "retro_future_edges" in metrics:
+        facts["future edges (found after the cutoff)"] = (f"{int(metrics['retro_future_edges'])} reachable, "
+                                                         f"{int(metrics['retro_future_unreachable'])} to entities new after it")
+        facts["HyGRAIL's list = the GNN's down to rank"] = f"{c['auto_accept']:,} (all above b*; the LLM reviews the band)"
+    return {"title": f"HyGRAIL discovery: {rel.label} hypotheses ({cfg.data.name})", "lead": lead, "facts": facts}
+
+
+# -- output ------------------------------------------------------------------------------------------
+def write_report(result: Discovery) -> Path:
+    """Table, Markdown, HTML (and the precision@K figure with a cutoff) into ``result.out``."""
+    out = result.out
+    out.mkdir(parents=True, exist_ok=True)
+    figure = None
+    if result.curves:
+        figure = out / "precision_at_k.png"
+        precision_figure(result.curves, result.summary["title"]).savefig(figure, dpi=120)
+        result.retro.write_csv(out / "retrospective.csv")
+    write_table(result.table, out)
+    write_markdown(result.table, result.summary, result.retro, out)
+    write_html(result.table, result.summary, result.retro, figure, out)
+    (out / "metrics.json").write_text(json.dumps(result.metrics, indent=1, default=float))
+    return out
+
+
+def precision_figure(curves: dict[str, np.ndarray], title: str):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    # HyGRAIL's list is the GNN's until the LLM-accepted ones come (after every candidate above b*):
+    # dashed, so the two stay visible where they coincide.
+    for (name, p), style in zip(curves.items(), ("-", "--", "-", "-")):
+        ax.plot(np.arange(1, len(p) + 1), p, style, label=name, lw=1.6)
+    ax.set_xscale("log")
+    ax.set_xlabel("K (top-K of the ranking)")
+    ax.set_ylabel("precision@K (future edges)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def log_result(cfg: DictConfig, result: Discovery) -> None:
+    """Into the open discovery run: ``discover.*`` as params, the metrics, the report as artifacts."""
+    from hygrail import tracking
+
+    with tracking.store(cfg.tracking) as mlflow:
+        mlflow.set_tags({"task": "discover", "cutoff": str(cfg.discover.cutoff)})
+        mlflow.log_params(tracking.flatten({"discover": _plain(cfg.discover)}))
+        mlflow.log_metrics({k: float(v) for k, v in result.metrics.items() if v is not None and np.isfinite(v)})
+        mlflow.log_artifacts(str(result.out))
+
+
+def main(cfg: DictConfig) -> dict:
+    """The Hydra task (``task=discover``): one MLflow run in experiment ``discover.experiment``, live
+    from start to end as a task=run cell's (``tracking.cell_run``: FAILED with the reason if it
+    fails), holding the report; prints where the report is."""
+    import torch
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from hygrail import tracking
+    from hygrail.sweep import check_config
+
+    sweep = None
+    if HydraConfig.initialized():
+        hc = HydraConfig.get()
+        sweep = hc.sweep.dir if hc.mode == RunMode.MULTIRUN else hc.run.dir
+    run_cfg = copy.deepcopy(cfg)
+    run_cfg.tracking.experiment = cfg.discover.experiment
+    with tracking.cell_run(run_cfg, sweep) as cell:
+        if cfg.discover.review_budget.candidates:  # an unreachable LLM server fails in seconds, before any training
+            check_config(cfg)
+        torch.set_num_threads(int(cfg.threads))
+        result = discover(cfg, logger=cell.logger())
+        out = write_report(result)
+        log_result(run_cfg, result)
+    m = result.metrics
+    n_acc = int((result.table["verdict"] == "accept").sum())
+    print(f"{cfg.relation.name} {cfg.backbone.name} discovery: {int(m['discover_candidates']):,} candidates, "
+          f"{n_acc} of the {result.table.height} listed accepted, {int(m.get('discover_reviewed', 0))} reviewed by "
+          f"{cfg.llm.name} | MLflow run {cell.run_id} (experiment {cfg.discover.experiment})")
+    if result.retro is not None:
+        print(result.retro.select("method", "precision_at_10", "precision_at_100", "recall_at_1000",
+                                  "average_precision"))
+    print(f"report: {out.resolve() / 'index.html'} (also hypotheses.md, hypotheses.csv, hypotheses.parquet)", flush=True)
+    return {"status": "finished", "cell": f"discover {cfg.relation.name} {cfg.backbone.name}", "run_id": cell.run_id}
