@@ -2,8 +2,10 @@
 epochs, best weights kept in memory.
 
 Paper backbones (App. B.1): one full batch of the split's fixed training pairs per epoch, on the
-full training graph; best checkpoint by validation max-F1. Two training details the paper leaves
-open:
+full training graph; best checkpoint by validation max-F1. Departure: the paper selects the best
+checkpoint for R-GCN only; here HeteroConv and HGT keep theirs too (their last epoch is the most
+overfitted one: train AUC 1.0 while validation AUC falls, bench_triage.py --ablation). Two training
+details the paper leaves open:
 - ``prior_logit``: a fixed offset log(p/(1-p)) of the training positive rate added to every logit
   (the usual output-bias initialisation). With 1:20 negatives and 100 steps of Adam at 1e-3 a
   zero-initialised bias cannot reach -3; the models instead collapsed all scores together.
