@@ -124,11 +124,12 @@ def summary(rows: dict, relations: list[str], methods: list[str]) -> None:
         line = (f"{m:<17}{np.mean([x['auc'] for x in r]):>7.3f}{np.mean([x['ap'] for x in r]):>7.3f}"
                 f"{np.mean([x['f1'] for x in r]):>7.3f}{np.mean([x['band_auto'] for x in r]):>10.1%}"
                 f"{np.mean([x['oracle'] - x['f1'] for x in r]):>+10.3f}")  # fmt: skip
+        ap = f1 = "-"
         if "tsh" in methods and m != "tsh":
             t = [rows[(rel, "tsh")] for rel in relations]
-            ap = sum(x["ap"] >= y["ap"] for x, y in zip(r, t))
-            f1 = sum(x["f1"] >= y["f1"] for x, y in zip(r, t))
-            line += f"  {ap}/{len(r):<8}{f1}/{len(r):<8}"
+            ap = f"{sum(x['ap'] >= y['ap'] for x, y in zip(r, t))}/{len(r)}"
+            f1 = f"{sum(x['f1'] >= y['f1'] for x, y in zip(r, t))}/{len(r)}"
+        line += f"  {ap:<11}{f1:<11}"
         line += f"{sum(0.25 <= x['band_auto'] <= 0.55 for x in r)}/{len(r)}"
         print(line)
 
