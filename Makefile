@@ -10,7 +10,7 @@ export OMP_NUM_THREADS ?= 1
 # Where runs, caches and reports go: the same variable conf/config.yaml reads.
 OUT := $(or $(HYGRAIL_OUTPUTS),outputs)
 
-.PHONY: help setup run discover test test-all stats bench clean ui tracking-server serve sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity ablation-evidence
+.PHONY: help setup run discover test test-all stats bench clean ui tracking-server serve sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity ablation-evidence ablation-triage
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -97,6 +97,11 @@ ablation-sides: $(VENV)/.installed ## paper §5.3 / Fig. 4: two-sided vs one-sid
 
 ablation-purity: $(VENV)/.installed ## F1 vs LLM call rate across routing purities (m, n) with HGT
 	$(PYTHON) -m hygrail.sweep -m experiment=ablation_purity
+
+ablation-triage: $(VENV)/.installed ## triage options: the paper backbones beside the *_plus ones and TSH, GNN-only, routing=auto (7 relations), then Table 2
+	$(PYTHON) -m hygrail.sweep -m experiment=triage_options
+	$(PYTHON) -m hygrail.sweep -m experiment=triage_options_tsh
+	$(PYTHON) -m hygrail.report --experiment triage_options --out $(OUT)/report/triage_options
 
 ablation-evidence: $(VENV)/.installed ## evidence strategies: HyKGE, ARIA, Graph2Idea beside NE/Auto/LLM (7 relations, HGT, Qwen3-4B), then their table
 	$(PYTHON) -m hygrail.sweep -m experiment=evidence_strategies

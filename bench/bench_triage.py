@@ -1,47 +1,158 @@
-"""GNN triage benchmark (issue 3): speed of the Lightning training, quality of the scores, the band.
+"""Triage benchmark: paper backbones, the *_plus options and TSH side by side, and routing=auto.
 
-    .venv/bin/python bench/bench_triage.py                          # all three backbones + full-size run
-    .venv/bin/python bench/bench_triage.py --backbones hgt --skip-full
-    .venv/bin/python bench/bench_triage.py --epochs 10 --skip-full   # quick look
+    .venv/bin/python bench/bench_triage.py                                   # everything (hours on 2 cores)
+    .venv/bin/python bench/bench_triage.py --data matkg_synthetic --relations chm_apl --methods hgt,hgt_plus,tsh
+    .venv/bin/python bench/bench_triage.py --data biokg --methods hgt_plus,tsh
+    .venv/bin/python bench/bench_triage.py --ablation                         # why HGT does not learn (chm_apl)
+    .venv/bin/python bench/bench_triage.py --speed --methods rgcn             # Lightning vs plain loop, s/epoch
+    .venv/bin/python bench/bench_triage.py --feature-cost                     # us per pair of the link features
 
-Per backbone, on the paper-size synthetic MatKG (3,000 nodes; relation --relation, default chm_apl),
-with the paper's epochs (conf/backbone/*.yaml):
-  - seconds per epoch of the Lightning module (lean Trainer, as the pipeline runs it) and of the same
-    module driven by a plain PyTorch loop (same steps, same validation); ratio target <= 1.15.
-    After an untimed warm-up fit, each is timed --repeats times, interleaved, and the fastest kept
-    (the machine is shared).
-  - val/test AUC, GNN-only precision/recall/F1 on test at the val max-F1 threshold;
-  - the purity band [a*, b*] for conf/routing/default.yaml's m, n (or --m/--n) and val/test call rates.
-Full size (--full-scale 23.334: ~70k nodes, ~2.7 M edges): --full-backbone trained full-batch for
---full-epochs epochs; peak RSS of the process. Skipped with --skip-full, or when one epoch would
-make the run exceed --full-budget seconds.
+Data: the synthetic MatKG at paper size (7 relations) and the second KG (``bench/biokg.py``, written
+as CSV and read back through ``data=biokg``'s CSV loader, 2 relations). Trained scores are cached
+under --cache (the pipeline's cache, keyed by split + config + seed), so a rerun only recomputes
+what changed.
+
+Printed per relation and method: test AUC, average precision, F1 at the validation max-F1
+threshold (GNN-only), fit seconds (0 on a cache hit). Then, per method, the routing table:
+the band's share of test for routing=default (paper m, n) and routing=auto (conf/routing/auto.yaml),
+whether the auto band's cost cap was binding, GNN-only F1, and the oracle F1 of HyGRAIL with a
+perfect reviewer (a bench-only upper bound: routed test hypotheses get their true label, the rest
+the band's decision), so that "the band holds the hard cases" is measured, not assumed.
+
+--ablation trains HGT on chm_apl step by step from the paper's setting to hgt_plus:
+paper; + leak-free folds, fresh negatives, selection on val AP; + informative node inputs (still
+the cosine decoder); + MLP decoder over link features; + validation head (= hgt_plus).
+--speed: seconds per epoch of the lean Lightning Trainer vs the same module in a plain loop (target
+ratio <= 1.15), fastest of --repeats interleaved runs.
+--feature-cost: microseconds per pair of ``link_features`` (pairs API) and ``link_blocks`` (256
+CHM sources x every APL node, the discovery shape) and of R-GCN's six features, on the synthetic
+MatKG at --feature-scales.
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 from omegaconf import OmegaConf
-from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
+from sklearn.metrics import average_precision_score, f1_score, roc_auc_score
 
 from hygrail.data import data_config, load_kg
 from hygrail.data.split import temporal_split
-from hygrail.triage.routing import f1_threshold, purity_interval, route
-from hygrail.triage.train import build_module, fit, predict
+from hygrail.triage.routing import calibrate_band, f1_threshold, route
+from hygrail.triage.train import build_module, fit, triage_scores
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf"
+MATKG_RELATIONS = "chm_apl,chm_pro,pro_apl,smt_pro,chm_smt,chm_dsc,chm_cmt"
+BIOKG_RELATIONS = "cpd_dis,gen_dis"
+METHODS = "heteroconv,hgt,rgcn,heteroconv_plus,hgt_plus,rgcn_plus,tsh"
 
 
-def backbone_cfg(name: str, epochs: int | None) -> dict:
+def backbone_cfg(name: str, epochs: int | None = None) -> dict:
     cfg = OmegaConf.to_container(OmegaConf.load(CONF / f"backbone/{name}.yaml"))
-    if epochs is not None:
-        cfg["epochs"] = epochs
-    return cfg
+    return cfg if epochs is None else cfg | {"epochs": epochs}
+
+
+def load(data: str, workdir: Path):
+    if data == "biokg":
+        from biokg import generate  # bench/ is this script's folder
+
+        from hygrail.data.csv import save_csv
+
+        folder = workdir / "biokg"
+        save_csv(generate(), folder)
+        cfg = data_config("biokg", path=str(folder))
+    else:
+        cfg = data_config(data, scale=1.0)
+    return load_kg(cfg)
+
+
+def scores_of(method: str, split, args) -> tuple[np.ndarray, np.ndarray, float]:
+    """(val scores, test scores, seconds) of a backbone (cached) or of TSH."""
+    if method == "tsh":
+        from hygrail.baselines.tsh import tsh_scores
+
+        r = tsh_scores(split, OmegaConf.to_container(OmegaConf.load(CONF / "method/tsh.yaml")))
+        return r.val, r.test, r.seconds
+    s = triage_scores(split, backbone_cfg(method, args.epochs), args.seed, args.cache, progress=True)
+    return s.val, s.test, s.fit_seconds
+
+
+def oracle_f1(s_test: np.ndarray, y_test: np.ndarray, band) -> float:
+    """F1 of HyGRAIL with a perfect reviewer: the band's decision outside, the true label inside."""
+    r = route(s_test, band)
+    pred = np.where(r == -1, y_test, r)
+    return float(f1_score(y_test, pred, zero_division=0))
+
+
+def quality(data: str, kg, relations: list[str], methods: list[str], args) -> dict:
+    routing = {name: OmegaConf.to_container(OmegaConf.load(CONF / f"routing/{name}.yaml")) for name in ("default", "auto")}
+    print(f"\n== {data}: {kg}")
+    print(f"{'relation':<9}{'method':<17}{'testAUC':>8}{'AP':>7}{'F1':>7}{'fit s':>7}"
+          f"{'band def':>9}{'band auto':>10}{'cap':>5}{'m':>7}{'n':>7}{'oracle':>8}")  # fmt: skip
+    rows = {}
+    for rel in relations:
+        split = temporal_split(kg, kg.schema.relation(rel), seed=args.seed)
+        y_val, y_test = split.part("val")["label"].to_numpy(), split.part("test")["label"].to_numpy()
+        for method in methods:
+            s_val, s_test, seconds = scores_of(method, split, args)
+            f1 = f1_score(y_test, s_test >= f1_threshold(s_val, y_val), zero_division=0)
+            bands = {k: calibrate_band(s_val, y_val, cfg) for k, cfg in routing.items()}
+            share = {k: float(np.mean(route(s_test, b) == -1)) for k, b in bands.items()}
+            auto = bands["auto"]
+            row = {"auc": roc_auc_score(y_test, s_test), "ap": average_precision_score(y_test, s_test), "f1": f1,
+                   "band_default": share["default"], "band_auto": share["auto"], "capped": auto.capped,
+                   "oracle": oracle_f1(s_test, y_test, auto)}  # fmt: skip
+            rows[(rel, method)] = row
+            print(f"{rel:<9}{method:<17}{row['auc']:>8.3f}{row['ap']:>7.3f}{f1:>7.3f}{seconds:>7.0f}"
+                  f"{share['default']:>9.1%}{share['auto']:>10.1%}{'yes' if auto.capped else 'no':>5}"
+                  f"{auto.m:>7.3f}{auto.n:>7.3f}{row['oracle']:>8.3f}", flush=True)  # fmt: skip
+    summary(rows, relations, methods)
+    return rows
+
+
+def summary(rows: dict, relations: list[str], methods: list[str]) -> None:
+    """Means over relations, and each option against TSH relation by relation."""
+    print(f"\n{'method':<17}{'AUC':>7}{'AP':>7}{'F1':>7}{'auto band':>10}{'oracle-F1':>10}  AP >= TSH  F1 >= TSH  band in 25-55%")
+    for m in methods:
+        r = [rows[(rel, m)] for rel in relations]
+        line = (f"{m:<17}{np.mean([x['auc'] for x in r]):>7.3f}{np.mean([x['ap'] for x in r]):>7.3f}"
+                f"{np.mean([x['f1'] for x in r]):>7.3f}{np.mean([x['band_auto'] for x in r]):>10.1%}"
+                f"{np.mean([x['oracle'] - x['f1'] for x in r]):>+10.3f}")  # fmt: skip
+        ap = f1 = "-"
+        if "tsh" in methods and m != "tsh":
+            t = [rows[(rel, "tsh")] for rel in relations]
+            ap = f"{sum(x['ap'] >= y['ap'] for x, y in zip(r, t))}/{len(r)}"
+            f1 = f"{sum(x['f1'] >= y['f1'] for x, y in zip(r, t))}/{len(r)}"
+        line += f"  {ap:<11}{f1:<11}"
+        line += f"{sum(0.25 <= x['band_auto'] <= 0.55 for x in r)}/{len(r)}"
+        print(line)
+
+
+ABLATION = [
+    ("hgt (paper, App. B.1)", "hgt", {}),
+    ("+ leak-free folds, fresh negatives, val-AP selection", "hgt",
+     {"folds": 4, "select_on": "ap", "val_every": 1, "patience": 10}),
+    ("+ node inputs (statistics + names), cosine decoder", "hgt_plus", {"decoder": "cosine", "head_folds": 0}),
+    ("+ MLP decoder over link features", "hgt_plus", {"head_folds": 0}),
+    ("+ validation head (= hgt_plus)", "hgt_plus", {}),
+]  # fmt: skip
+
+
+def ablation(kg, args) -> None:
+    split = temporal_split(kg, kg.schema.relation("chm_apl"), seed=args.seed)
+    y_val, y_test = split.part("val")["label"].to_numpy(), split.part("test")["label"].to_numpy()
+    print(f"\n== ablation, chm_apl: from the paper's HGT to hgt_plus\n{'step':<55}{'valAUC':>7}{'testAUC':>8}{'AP':>7}{'F1':>7}")
+    for label, name, over in ABLATION:
+        s = triage_scores(split, backbone_cfg(name, args.epochs) | over, args.seed, args.cache)
+        f1 = f1_score(y_test, s.test >= f1_threshold(s.val, y_val), zero_division=0)
+        print(f"{label:<55}{roc_auc_score(y_val, s.val):>7.3f}{roc_auc_score(y_test, s.test):>8.3f}"
+              f"{average_precision_score(y_test, s.test):>7.3f}{f1:>7.3f}", flush=True)  # fmt: skip
 
 
 def plain_loop(split, cfg: dict, seed: int) -> float:
@@ -49,15 +160,16 @@ def plain_loop(split, cfg: dict, seed: int) -> float:
     import lightning as L
 
     L.seed_everything(seed, verbose=False)
-    module, batches = build_module(split, cfg)
+    module, batches, train_data = build_module(split, cfg)
     opt = module.configure_optimizers()
     t0 = time.perf_counter()
     for epoch in range(1, int(cfg["epochs"]) + 1):
         module.train()
-        loss = module.training_step(batches["train"], 0)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        for k in range(len(train_data)):
+            loss = module._loss(train_data[k])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
         if epoch % int(cfg["val_every"]) == 0:
             module.eval()
             with torch.no_grad():
@@ -65,99 +177,72 @@ def plain_loop(split, cfg: dict, seed: int) -> float:
     return time.perf_counter() - t0
 
 
-def peak_rss_gb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
-
-
-def small_graph(args, m: float, n: float) -> None:
-    t0 = time.perf_counter()
-    kg = load_kg(data_config(scale=1.0))
-    split = temporal_split(kg, kg.schema.relation(args.relation), seed=args.seed)
-    print(f"{kg}; split {split.counts()} ({time.perf_counter() - t0:.1f} s)")
-    y_val, y_test = split.part("val")["label"].to_numpy(), split.part("test")["label"].to_numpy()
-    print(f"band purity m={m}, n={n}")
-    header = (f"{'backbone':<11}{'epochs':>7}{'L s/ep':>8}{'plain s/ep':>11}{'ratio':>7}{'fit s':>7}{'best':>5}"
-              f"{'valAUC':>8}{'testAUC':>8}{'P':>7}{'R':>7}{'F1':>7}{'a*':>8}{'b*':>8}{'val call':>9}{'test call':>10}")
-    print(header)
-    for name in args.backbones.split(","):
-        cfg = backbone_cfg(name, args.epochs)
+def speed(kg, methods: list[str], args) -> None:
+    split = temporal_split(kg, kg.schema.relation("chm_apl"), seed=args.seed)
+    print(f"\n== speed, chm_apl\n{'backbone':<17}{'epochs':>7}{'L s/ep':>8}{'plain s/ep':>11}{'ratio':>7}")
+    for name in methods:
+        if name == "tsh":
+            continue
+        cfg = backbone_cfg(name, args.epochs) | {"patience": None}  # same epochs in both modes
         epochs = int(cfg["epochs"])
-        # Untimed warm-up: the first fit of a backbone in a process pays one-off costs (PyG
-        # generates its message-passing code, allocator warm-up) that would all land on the first mode.
-        fit(split, cfg | {"epochs": 2, "val_every": 1}, args.seed)
+        fit(split, cfg | {"epochs": 2, "val_every": 1}, args.seed)  # untimed warm-up (PyG codegen, allocator)
         runs, plains = [], []
         for _ in range(args.repeats):  # interleaved, so that load from other processes hits both
-            runs.append(fit(split, cfg, args.seed))
+            runs.append(fit(split, cfg, args.seed).seconds)
             plains.append(plain_loop(split, cfg, args.seed))
-        run, plain = min(runs, key=lambda r: r.seconds), min(plains)
-        s_val, s_test = run.scores["val"], run.scores["test"]
-        t = f1_threshold(s_val, y_val)
-        p, r, f1, _ = precision_recall_fscore_support(y_test, s_test >= t, average="binary", zero_division=0)
-        band = purity_interval(s_val, y_val, m, n)
-        call_val, call_test = np.mean(route(s_val, band) == -1), np.mean(route(s_test, band) == -1)
-        print(f"{name:<11}{epochs:>7}{run.seconds / epochs:>8.3f}{plain / epochs:>11.3f}{run.seconds / plain:>7.2f}"
-              f"{run.seconds:>7.1f}{run.best_epoch:>5}{roc_auc_score(y_val, s_val):>8.3f}"
-              f"{roc_auc_score(y_test, s_test):>8.3f}{p:>7.3f}{r:>7.3f}{f1:>7.3f}{band.a:>8.4f}{band.b:>8.4f}"
-              f"{call_val:>9.1%}{call_test:>10.1%}", flush=True)
+        run, plain = min(runs), min(plains)
+        print(f"{name:<17}{epochs:>7}{run / epochs:>8.3f}{plain / epochs:>11.3f}{run / plain:>7.2f}", flush=True)
 
 
-def full_graph(args) -> None:
-    """Full batch: PyG's neighbour samplers need pyg-lib or torch-sparse, neither of which has a wheel
-    for this torch; and one full-batch step over the whole graph fits in memory (measured here)."""
-    t0 = time.perf_counter()
-    kg = load_kg(data_config(scale=args.full_scale))
-    split = temporal_split(kg, kg.schema.relation(args.relation), seed=args.seed)
-    print(f"\nfull size: {kg}; {split.pairs.height} hypotheses; generated + split in "
-          f"{time.perf_counter() - t0:.0f} s; peak RSS so far {peak_rss_gb():.2f} GB")
-    cfg = backbone_cfg(args.full_backbone, 1) | {"val_every": 1}
-    t0 = time.perf_counter()
-    module, batches = build_module(split, cfg)
-    built = time.perf_counter() - t0
-    opt = module.configure_optimizers()
-    t0 = time.perf_counter()
-    module.train()
-    loss = module.training_step(batches["train"], 0)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    epoch = time.perf_counter() - t0
-    print(f"{args.full_backbone}: inputs built in {built:.1f} s; one full-batch epoch {epoch:.1f} s; "
-          f"peak RSS {peak_rss_gb():.2f} GB")
-    if epoch * (args.full_epochs + 1) > args.full_budget:
-        print(f"skipping the {args.full_epochs}-epoch fit: it would exceed --full-budget {args.full_budget:.0f} s")
-        return
-    run = fit(split, cfg | {"epochs": args.full_epochs, "val_every": args.full_epochs}, args.seed)
-    y_val = split.part("val")["label"].to_numpy()
-    t0 = time.perf_counter()
-    predict(run.module, batches["test"])
-    print(f"{args.full_backbone} full-batch fit: {args.full_epochs} epochs in {run.seconds:.1f} s "
-          f"({run.seconds / args.full_epochs:.1f} s/epoch incl. validation); val AUC {roc_auc_score(y_val, run.scores['val']):.3f}; "
-          f"scoring the test split {time.perf_counter() - t0:.1f} s; peak RSS {peak_rss_gb():.2f} GB")
+def feature_cost(args) -> None:
+    from hygrail.triage.features import link_blocks, link_features, pair_features
+
+    print(f"\n== pair-feature cost, us/pair (one core)\n{'graph':<42}{'link, block':>12}{'link, pairs':>12}"
+          f"{'link, random':>13}{'rgcn6, random':>14}")  # fmt: skip
+    rng = np.random.default_rng(0)
+    for scale in (float(x) for x in args.feature_scales.split(",")):
+        kg = load_kg(data_config(scale=scale))
+        chm, apl = kg.nodes_of_type("CHM"), kg.nodes_of_type("APL")
+        sources = chm[:256]
+        src, dst = np.repeat(sources, len(apl)), np.tile(apl, len(sources))
+        rs, rd = rng.choice(chm, 50_000), rng.choice(apl, 50_000)
+        cost = []
+        for run, n in ((lambda: link_blocks(kg, sources, apl), len(src)), (lambda: link_features(kg, src, dst), len(src)),
+                       (lambda: link_features(kg, rs, rd), len(rs)), (lambda: pair_features(kg, rs, rd), len(rs))):  # fmt: skip
+            t0 = time.perf_counter()
+            run()
+            cost.append((time.perf_counter() - t0) / n * 1e6)
+        print(f"{str(kg):<42}" + "".join(f"{c:>12.2f}" for c in cost), flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--relation", default="chm_apl")
-    ap.add_argument("--backbones", default="heteroconv,hgt,rgcn")
-    ap.add_argument("--epochs", type=int, default=None, help="override the paper's epochs (quick runs)")
-    ap.add_argument("--repeats", type=int, default=2, help="timings per mode; the fastest is kept")
+    ap.add_argument("--data", default="matkg_synthetic,biokg", help="comma list: matkg_synthetic, biokg")
+    ap.add_argument("--relations", default=None, help="comma list (default: all of each KG)")
+    ap.add_argument("--methods", default=METHODS)
+    ap.add_argument("--epochs", type=int, default=None, help="override every backbone's epochs (quick looks)")
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--m", type=float, default=None)
-    ap.add_argument("--n", type=float, default=None)
+    ap.add_argument("--cache", type=Path, default=ROOT / "outputs/cache/triage")
+    ap.add_argument("--ablation", action="store_true", help="only the HGT ablation on chm_apl")
+    ap.add_argument("--speed", action="store_true", help="only Lightning vs plain-loop seconds per epoch")
+    ap.add_argument("--feature-cost", action="store_true", help="only the pair-feature cost")
+    ap.add_argument("--feature-scales", default="1,5", help="data.scale values for --feature-cost")
+    ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--skip-full", action="store_true")
-    ap.add_argument("--full-scale", type=float, default=23.334)
-    ap.add_argument("--full-backbone", default="heteroconv")
-    ap.add_argument("--full-epochs", type=int, default=3)
-    ap.add_argument("--full-budget", type=float, default=300.0, help="seconds; the full-size fit is skipped beyond")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    routing = OmegaConf.load(CONF / "routing/default.yaml")
-    m = args.m if args.m is not None else float(routing.m)
-    n = args.n if args.n is not None else float(routing.n)
-    small_graph(args, m, n)
-    if not args.skip_full:
-        full_graph(args)
+    methods = args.methods.split(",")
+    if args.feature_cost:
+        return feature_cost(args)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.ablation or args.speed:
+            kg = load("matkg_synthetic", Path(tmp))
+            (ablation(kg, args) if args.ablation else speed(kg, methods, args))
+            return
+        for data in args.data.split(","):
+            kg = load(data, Path(tmp))
+            default = MATKG_RELATIONS if data == "matkg_synthetic" else BIOKG_RELATIONS
+            quality(data, kg, (args.relations or default).split(","), methods, args)
 
 
 if __name__ == "__main__":

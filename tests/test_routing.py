@@ -1,11 +1,24 @@
-"""Paper §3.1 routing: the val max-F1 threshold and the purity band [a*, b*] (exact vs brute force)."""
+"""Paper §3.1 routing: the val max-F1 threshold and the purity band [a*, b*] (exact vs brute force);
+routing=auto's purities from the base rate and the cost cap (never more routed than asked)."""
 
 import math
 
 import numpy as np
 import pytest
 
-from hygrail.triage.routing import Band, f1_threshold, max_f1, purity_interval, route
+from hygrail.triage.routing import (
+    auto_purities,
+    calibrate_band,
+    capped_window,
+    f1_threshold,
+    max_f1,
+    purity_interval,
+    route,
+)
+
+
+def cuts(band):
+    return band.a, band.b, band.feasible_a, band.feasible_b
 
 
 def test_f1_threshold_hand_computed():
@@ -23,7 +36,8 @@ def test_band_hand_computed():
     scores = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
     labels = np.array([0, 0, 1, 0, 1, 1])
     band = purity_interval(scores, labels, m=1.0, n=1.0)
-    assert band == Band(0.3, 0.4, True, True)
+    assert cuts(band) == (0.3, 0.4, True, True)
+    assert (band.m, band.n, band.uncapped_val_share) == (1.0, 1.0, pytest.approx(2 / 6))
     assert route(scores, band).tolist() == [0, 0, -1, -1, 1, 1]
 
 
@@ -31,7 +45,7 @@ def test_ties_are_never_split_and_infeasible_side_routes_everything():
     # The 0.2 group mixes a negative and a positive: no pure lower side exists.
     scores, labels = np.array([0.2, 0.2, 0.5, 0.5]), np.array([0, 1, 1, 1])
     band = purity_interval(scores, labels, m=1.0, n=1.0)
-    assert band == Band(-math.inf, 0.2, False, True)
+    assert cuts(band) == (-math.inf, 0.2, False, True)
     assert route(np.array([0.0, 0.2, 0.3, 0.5]), band).tolist() == [-1, -1, 1, 1]
 
 
@@ -57,7 +71,7 @@ def test_low_purity_targets_would_overlap_but_band_stays_ordered():
 def test_nothing_routed_puts_both_cuts_in_the_gap():
     scores, labels = np.array([0.1, 0.2, 0.8, 0.9]), np.array([0, 0, 1, 1])
     band = purity_interval(scores, labels, m=1.0, n=1.0)
-    assert band == Band(0.5, 0.5, True, True)
+    assert cuts(band) == (0.5, 0.5, True, True)
 
 
 def test_float32_scores_are_routed_like_their_float64_values():
@@ -120,3 +134,86 @@ def check_against_brute_force(seed):
     # A side that predicts nothing has an infinite cut.
     assert (low.sum() == 0) == (band.a == -np.inf)
     assert (high.sum() == 0) == (band.b == np.inf)
+
+
+# -- routing=auto and the cost cap -----------------------------------------------------------------
+def test_auto_purities_follow_the_base_rate():
+    # likelihood ratio 10 on each side: positives below a* at most pi/10, negatives above b* at most (1-pi)/10
+    assert auto_purities(1 / 21) == pytest.approx((1 - 1 / 210, 1 - 2 / 21))  # 1:20 -> 0.9952, 0.9048
+    assert auto_purities(0.2) == pytest.approx((0.98, 0.92))  # 1:4
+    # the paper-tuned routing=default is the same rule with factors ~1/3 and ~1/2 at 1:20
+    assert auto_purities(1 / 21, neg_factor=1 / 3, pos_factor=0.5) == pytest.approx((0.984, 0.524), abs=1e-3)
+    with pytest.raises(ValueError, match="base rate"):
+        auto_purities(1.5)
+
+
+def test_calibrate_band_auto_uses_the_validation_base_rate():
+    rng = np.random.default_rng(0)
+    for ratio in (20, 4):
+        labels = np.r_[np.ones(50, int), np.zeros(50 * ratio, int)]
+        scores = np.clip(rng.normal(0.3 + 0.4 * labels, 0.15), 0, 1)
+        band = calibrate_band(scores, labels, {"rule": "auto", "neg_factor": 1 / 3, "pos_factor": 0.5})
+        want = auto_purities(1 / (1 + ratio), 1 / 3, 0.5)
+        assert (band.m, band.n) == pytest.approx(want)
+        assert cuts(band) == cuts(purity_interval(scores, labels, *want))
+        assert not band.capped and band.max_call_rate == 1.0
+    with pytest.raises(ValueError, match="routing.rule"):
+        calibrate_band(scores, labels, {"rule": "tuned"})
+
+
+def test_fixed_rule_is_the_paper_band():
+    scores, labels = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]), np.array([0, 0, 1, 0, 1, 1])
+    band = calibrate_band(scores, labels, {"m": 1.0, "n": 1.0, "max_call_rate": None})
+    assert cuts(band) == (0.3, 0.4, True, True) and not band.capped
+
+
+def test_cap_binds_and_routes_the_fewest_error_window():
+    scores = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+    labels = np.array([0, 1, 0, 1, 0, 1, 1, 1])
+    # m = n = 1: pure below 0.2 and above 0.5, so the purity band routes 0.2..0.5 (half).
+    assert purity_interval(scores, labels, 1.0, 1.0).uncapped_val_share == 0.5
+    band = calibrate_band(scores, labels, {"m": 1.0, "n": 1.0, "max_call_rate": 0.25})
+    assert band.capped and band.uncapped_val_share == 0.5 and band.max_call_rate == 0.25
+    # Windows of two and their outside errors (positives below + negatives above): [.1,.2] 2,
+    # [.2,.3] 1, [.3,.4] 2, [.4,.5] 1, [.5,.6] 2, ...; ties go to the lower window.
+    assert (band.a, band.b) == (0.2, 0.3)
+    assert route(scores, band).tolist() == [0, -1, -1, 1, 1, 1, 1, 1]  # one error: 0.5
+    # Without a binding cap the purity band stands.
+    assert not calibrate_band(scores, labels, {"m": 1.0, "n": 1.0, "max_call_rate": 0.5}).capped
+
+
+def test_cap_never_routes_more_than_asked_on_validation():
+    for seed in range(150):
+        rng = np.random.default_rng(seed)
+        size = int(rng.integers(1, 60))
+        scores = np.round(rng.random(size), int(rng.integers(1, 3)))  # ties
+        labels = (rng.random(size) < 0.1 + 0.6 * scores).astype(int)
+        cap = float(rng.choice([0.0, 0.1, 0.25, 0.5, 0.9]))
+        cfg = {"rule": "auto", "max_call_rate": cap} if seed % 2 else {"m": 0.99, "n": 0.6, "max_call_rate": cap}
+        band = calibrate_band(scores, labels, cfg)
+        routed = np.mean(route(scores, band) == -1)
+        assert routed <= cap + 1e-12, seed
+        assert band.a <= band.b, seed
+        assert band.capped == (band.uncapped_val_share > cap), seed
+        if not band.capped:
+            assert routed == pytest.approx(band.uncapped_val_share), seed
+
+
+def test_capped_window_is_the_fewest_error_window_by_brute_force():
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        size = int(rng.integers(1, 16))
+        scores = np.round(rng.random(size), 1)
+        labels = (rng.random(size) < 0.2 + 0.6 * scores).astype(int)
+        cap = float(rng.choice([0.0, 0.2, 0.5]))
+        a, b = capped_window(scores, labels, cap)
+        r = route(scores, type("B", (), {"a": a, "b": b})())
+        err = int(((r == 0) & (labels == 1)).sum() + ((r == 1) & (labels == 0)).sum())
+        v = np.unique(scores)
+        grid = np.concatenate([[-np.inf, np.inf], v, (v[1:] + v[:-1]) / 2])
+        best = min(
+            int(((scores < lo) & (labels == 1)).sum() + ((scores > hi) & (labels == 0)).sum())
+            for lo in grid for hi in grid
+            if lo <= hi and ((scores >= lo) & (scores <= hi)).sum() <= np.floor(cap * size + 1e-9)
+        )
+        assert err == best, seed

@@ -39,7 +39,6 @@ import torch
 from tqdm import tqdm
 
 from hygrail.discovery.space import Block, CandidateSpace, TopK
-from hygrail.triage.features import BlockPairFeatures
 from hygrail.triage.routing import Band, route
 
 # Which part of the band a candidate falls in (``route``: 0 below a*, -1 inside, 1 above b*).
@@ -51,7 +50,8 @@ class GNNBlocks:
 
     def __init__(self, scorer, space: CandidateSpace):
         self.scorer, self.space = scorer, space
-        self.features = BlockPairFeatures(scorer.kg, space.dst) if scorer.backbone.uses_pair_features else None
+        backbone = scorer.backbone
+        self.features = backbone.block_features(scorer.kg, space.dst) if backbone.pair_features is not None else None
 
     def __call__(self, block: Block) -> np.ndarray:
         return self.scorer.logit_block(block.src, self.space.dst, self.features)
@@ -210,9 +210,7 @@ def _design(m_s: np.ndarray, m_d: np.ndarray, cos: np.ndarray, feats: np.ndarray
 def _pair_feats(gnn: GNNBlocks, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
     if gnn.features is None:
         return None
-    from hygrail.triage.features import pair_features
-
-    return pair_features(gnn.scorer.kg, src, dst)
+    return gnn.scorer.backbone.pair_features(gnn.scorer.kg, src, dst)
 
 
 def _mean_logit(gnn: GNNBlocks, nodes: np.ndarray, others: np.ndarray, k: int, rng, other_is_dst: bool) -> np.ndarray:

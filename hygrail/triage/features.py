@@ -7,6 +7,9 @@
 - ``target_edge_positions`` / ``drop_target_edges``: hide supervised positives from message passing.
 - ``pair_features``: R-GCN's six local features of a candidate pair; ``BlockPairFeatures``: the
   same for every pair of a block (sources x destinations), for scoring a whole candidate space.
+- ``node_inputs`` / ``link_features``: what the ``*_plus`` backbones read instead of free
+  embeddings (node statistics and name embeddings, once per graph) and beside the endpoint states
+  (typed path counts of a pair, by sparse products batched over source nodes).
 """
 
 from __future__ import annotations
@@ -49,13 +52,14 @@ def local_index(kg: KG) -> np.ndarray:
     return out
 
 
-def hetero_graph(kg: KG) -> HeteroData:
+def hetero_graph(kg: KG, x: np.ndarray | None = None) -> HeteroData:
     """Message-passing graph for HeteroConv / HGT.
 
     Edge type "A-B" becomes (A, "A-B", B) and (B, "rev_A-B", A); a same-type edge type "A-A" is one
     relation holding both directions (its reverse would be the same edge set). Each edge type
     carries ``edge_weight`` (``edge_weights``); ``data.local_index`` maps KG node ids to per-type
-    positions and ``data[t].node_id`` back. Node types without any edge are left out.
+    positions and ``data[t].node_id`` back. Node types without any edge are left out. ``x``: an
+    optional (N, F) node-input matrix over KG node ids, stored per type as ``data[t].x``.
     """
     data = HeteroData()
     types = kg.schema.node_types
@@ -67,6 +71,8 @@ def hetero_graph(kg: KG) -> HeteroData:
             ids = kg.nodes_of_type(t)
             data[t].node_id = torch.from_numpy(ids)
             data[t].num_nodes = len(ids)
+            if x is not None:
+                data[t].x = torch.from_numpy(np.ascontiguousarray(x[ids], dtype=np.float32))
     u, v = kg.edges["u"].to_numpy(), kg.edges["v"].to_numpy()
     w = edge_weights(kg).astype(np.float32)
     for k, etype in enumerate(kg.edge_types):
@@ -115,7 +121,7 @@ def target_edge_positions(data: HeteroData, src_type: str, dst_type: str, src: n
     ei = data[fwd].edge_index
     n_fwd = ei.size(1) if rev is not None else ei.size(1) // 2  # same type: second half mirrors the first
     li = data.local_index
-    s, d = li[torch.as_tensor(src)], li[torch.as_tensor(dst)]
+    s, d = li[torch.as_tensor(np.array(src))], li[torch.as_tensor(np.array(dst))]  # copies: polars views are read-only
     if fwd[0] != src_type:  # the edge type is named the other way round from the relation
         s, d = d, s
     base = int(li.max()) + 1
@@ -220,3 +226,159 @@ class BlockPairFeatures:
         own_w = rows_w[:, self.dst].toarray()
         return _six(self.wdeg[src][:, None], self.wdeg[self.dst][None, :], self.deg[src][:, None],
                     self.deg[self.dst][None, :], own, own_w, n_common, two_hop, adamic_adar)
+
+
+# -- inputs of the *_plus backbones ---------------------------------------------------------------
+def node_statistics(kg: KG) -> np.ndarray:
+    """(N, 5 + T) standardised statistics per node, from the graph alone (T = schema node types).
+
+    log(1+degree), log(1+strength) (strength = sum of log(1+count) over the node's edges),
+    log(1+number of neighbours of each node type), mean log(1+count) of its edges, and the first
+    and last year of its edges (0 where no edge has a year). Each column is z-scored over the
+    nodes (a constant column becomes 0). Cost: one pass over the edges.
+    """
+    adj = kg.adjacency
+    n, n_types = kg.num_nodes, len(kg.schema.node_types)
+    rows = np.repeat(np.arange(n), np.diff(adj.indptr))
+    edge = adj.data - 1
+    logc = np.log1p(kg.counts[edge].astype(np.float64))
+    deg = kg.degree.astype(np.float64)
+    strength = np.bincount(rows, weights=logc, minlength=n)
+    by_type = np.bincount(rows * n_types + kg.node_types[adj.indices], minlength=n * n_types).reshape(n, n_types)
+    year = kg.edges["year"].to_numpy()[edge].astype(np.float64)
+    known = year >= 0
+    first = np.full(n, np.inf)
+    last = np.full(n, -np.inf)
+    np.minimum.at(first, rows[known], year[known])
+    np.maximum.at(last, rows[known], year[known])
+    dated = np.isfinite(first)
+    mid = float(np.median(year[known])) if known.any() else 0.0  # undated nodes sit at the middle
+    cols = np.column_stack(
+        [
+            np.log1p(deg),
+            np.log1p(strength),
+            np.log1p(by_type),
+            np.divide(strength, deg, out=np.zeros(n), where=deg > 0),
+            np.where(dated, first, mid),
+            np.where(dated, last, mid),
+        ]
+    )
+    std = cols.std(0)
+    return np.divide(cols - cols.mean(0), std, out=np.zeros_like(cols), where=std > 0).astype(np.float32)
+
+
+def node_inputs(kg: KG, names: np.ndarray | None = None) -> np.ndarray:
+    """``node_statistics`` of ``kg``, with the (N, d) unit name embeddings appended when given.
+    The name embeddings are the last d columns (the plus decoders read their cosine from there)."""
+    stats = node_statistics(kg)
+    return stats if names is None else np.hstack([stats, names.astype(np.float32)])
+
+
+def link_feature_names(kg: KG) -> tuple[str, ...]:
+    typed = tuple(f"common_via_{t}" for t in kg.schema.node_types)
+    return ("log_deg_src", "log_deg_dst", "common_neighbours", "adamic_adar", "resource_allocation",
+            "jaccard", "weighted_two_hop", "paths_3") + typed  # fmt: skip
+
+
+def link_features(kg: KG, src: np.ndarray, dst: np.ndarray, batch_size: int = 256) -> np.ndarray:
+    """(n, 8 + T) structural features of the pairs (src[i], dst[i]) on ``kg``, log-scaled counts
+    (names in ``link_feature_names``): endpoint degrees, common neighbours (all, and per node type
+    of the middle node: the 2-hop metapath counts), Adamic-Adar, resource allocation, Jaccard, the
+    count-weighted two-hop signal sum_z log(1+c(u,z)) log(1+c(z,v)), and the number of 3-step
+    walks u-a-b-v (the simple 3-paths when u, v are not adjacent).
+
+    Every feature is a sparse product A[S] M A[:, D] over sources S x destinations D
+    (``_link_products``), computed for batches of ``batch_size`` distinct sources against the
+    destinations they are paired with and read at the pairs; ``link_blocks`` returns whole
+    blocks (a candidate space scored source batch by source batch). Cost: the products grow with
+    the sources' 2-hop neighbourhoods and the destinations' degrees, not with |S| x |D|; measured
+    in bench_triage.py --feature-cost. The pair's own edge, if ``kg`` has it, is not removed here:
+    training pairs are scored on a graph without their edge (``hygrail.triage.train.FoldPairs``),
+    as val/test pairs are.
+    """
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    if src.shape != dst.shape:
+        raise ValueError(f"src and dst differ in length: {len(src)} vs {len(dst)}")
+    out = np.zeros((len(src), len(link_feature_names(kg))), dtype=np.float32)
+    if len(src) == 0:
+        return out
+    sources, row_of = np.unique(src, return_inverse=True)
+    order = np.argsort(row_of, kind="stable")
+    mats = _link_matrices(kg)
+    # Products cost ~ the block, not the pairs: when each source meets few of the destinations
+    # (random pairs), fewer sources per batch keep the block close to the pairs it serves.
+    density = len(src) / len(sources) / len(np.unique(dst))
+    batch_size = max(1, round(batch_size * min(1.0, 8 * density)))
+    for s in range(0, len(sources), batch_size):
+        lo, hi = np.searchsorted(row_of[order], [s, s + batch_size])
+        sel = order[lo:hi]
+        targets, col = np.unique(dst[sel], return_inverse=True)
+        row = row_of[sel] - s
+        products, deg_s, deg_d = _link_products(sources[s : s + batch_size], targets, mats)
+        dense = len(sources[s : s + batch_size]) * len(targets) <= 4_000_000  # reading a dense block is faster
+        vals = [p.toarray()[row, col] if dense else np.asarray(p[row, col]).ravel() for p in products]
+        out[sel] = _finish(vals, deg_s[row], deg_d[col])
+    return out
+
+
+def link_blocks(kg: KG, sources: np.ndarray, targets: np.ndarray, mats: dict | None = None) -> np.ndarray:
+    """(|S|, |D|, 8 + T) ``link_features`` of every pair in sources x targets (``mats``: the graph's
+    ``_link_matrices``, when already built)."""
+    products, deg_s, deg_d = _link_products(np.asarray(sources), np.asarray(targets), mats or _link_matrices(kg))
+    shape = (len(sources), len(targets))
+    vals = [p.toarray().ravel() for p in products]
+    feats = _finish(vals, np.repeat(deg_s, shape[1]), np.tile(deg_d, shape[0]))
+    return feats.reshape(*shape, -1)
+
+
+class LinkBlocks:
+    """``link_blocks`` against a fixed ``dst``, the graph's matrices built once: what
+    ``BlockPairFeatures`` is to ``pair_features`` (a candidate space scored block by block)."""
+
+    def __init__(self, kg: KG, dst: np.ndarray):
+        self.kg, self.dst, self.mats = kg, np.array(dst, dtype=np.int64), _link_matrices(kg)
+
+    def __call__(self, src: np.ndarray) -> np.ndarray:
+        return link_blocks(self.kg, np.array(src, dtype=np.int64), self.dst, self.mats)
+
+
+def _link_products(sources: np.ndarray, targets: np.ndarray, m: dict) -> tuple[list, np.ndarray, np.ndarray]:
+    """Sparse |S| x |D| products: typed common neighbours (T), Adamic-Adar, resource allocation,
+    weighted two-hop, 3-walks; and the two sides' degrees."""
+    b, w = m["b"], m["w"]
+    left = b[sources]
+    right = b[targets].T.tocsr()  # A[:, D] = A[D]^T (A symmetric)
+    typed = [(left @ mask) @ right for mask in m["type_masks"]]
+    others = [(left @ m["inv_log_deg"]) @ right, (left @ m["inv_deg"]) @ right,
+              w[sources] @ w[targets].T.tocsr(), (left @ b) @ right]  # fmt: skip
+    return typed + others, m["deg"][sources], m["deg"][targets]
+
+
+def _finish(vals: list[np.ndarray], deg_s: np.ndarray, deg_d: np.ndarray) -> np.ndarray:
+    """Columns in ``link_feature_names`` order from the products' values at the pairs."""
+    n_types = len(vals) - 4
+    typed, (aa, ra, two_hop, walks3) = vals[:n_types], vals[n_types:]
+    cn = np.sum(typed, axis=0)
+    union = deg_s + deg_d - cn
+    cols = [np.log1p(deg_s), np.log1p(deg_d), np.log1p(cn), aa, ra,
+            np.divide(cn, union, out=np.zeros_like(cn), where=union > 0), np.log1p(two_hop), np.log1p(walks3),
+            *(np.log1p(t) for t in typed)]  # fmt: skip
+    return np.column_stack(cols).astype(np.float32)
+
+
+def _link_matrices(kg: KG) -> dict:
+    """Once per graph: binary and log-count adjacency, degrees, and the diagonal weightings."""
+    adj = kg.adjacency
+    b = sp.csr_matrix((np.ones(adj.nnz), adj.indices, adj.indptr), shape=adj.shape)
+    w = sp.csr_matrix((np.log1p(kg.counts[adj.data - 1]).astype(np.float64), adj.indices, adj.indptr), shape=adj.shape)
+    deg = kg.degree.astype(np.float64)
+    n_types = len(kg.schema.node_types)
+    return {
+        "b": b,
+        "w": w,
+        "deg": deg,
+        # a common neighbour has degree >= 2, so 1/log(deg) is finite wherever it counts
+        "inv_log_deg": sp.diags(np.where(deg > 1, 1.0 / np.log(np.maximum(deg, 2.0)), 0.0)),
+        "inv_deg": sp.diags(np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)),
+        "type_masks": [sp.diags((kg.node_types == t).astype(np.float64)) for t in range(n_types)],
+    }

@@ -1,22 +1,27 @@
-"""One LightningModule for every backbone: full-batch BCE on the training pairs, validation max-F1,
-best weights kept in memory (App. B.1: "best checkpoint selected by validation max-F1").
+"""One LightningModule for every backbone: BCE on training pairs, validation every ``val_every``
+epochs, best weights kept in memory.
 
-A batch is the whole pair set of a split as a dict of tensors (src, dst, label, pair_feats, and for
-training edge_pos), so one training step is one epoch over the full training graph.
-
-Two training details the paper leaves open, chosen so that the GNN learns graph structure
-rather than the training labels themselves:
+Paper backbones (App. B.1): one full batch of the split's fixed training pairs per epoch, on the
+full training graph; best checkpoint by validation max-F1. Departure: the paper selects the best
+checkpoint for R-GCN only; here HeteroConv and HGT keep theirs too (their last epoch is the most
+overfitted one: train AUC 1.0 while validation AUC falls, bench_triage.py --ablation). Two training
+details the paper leaves open:
 - ``prior_logit``: a fixed offset log(p/(1-p)) of the training positive rate added to every logit
   (the usual output-bias initialisation). With 1:20 negatives and 100 steps of Adam at 1e-3 a
   zero-initialised bias cannot reach -3; the models instead collapsed all scores together.
 - ``disjoint_train_ratio`` r (PyG's RandomLinkSplit name, resampled every epoch): each training
   step supervises a random fraction r of the training pairs and hides the supervised positives
-  from message passing, since a training positive is otherwise an edge of the graph the GNN
-  reads ("these two are adjacent" never holds for val/test positives, whose edges were removed).
-  r = 0, the paper's setting and the configs' default, supervises every pair on the full
-  training graph: on the synthetic MatKG r = 0.5 gave no consistent gain in development trials
-(not reproducible from bench/: its options do not reach disjoint_train_ratio).
-Validation and scoring always use the full training graph.
+  from message passing. r = 0 is the paper's setting and the paper configs' default.
+
+``*_plus`` backbones (``hygrail.triage.train.FoldPairs`` builds their batches): the training
+positives are cut into K folds; an epoch is K steps, step k supervising fold k's positives on
+graph ``fold_graphs[k]``, which lacks exactly those edges (so a supervised positive is never an
+edge the model reads, as a val/test positive never is), against fresh negatives drawn for that
+step. Best checkpoint by validation average precision (``select_on="ap"``), which ranks the whole
+validation set rather than one threshold's F1 over ~20 positives.
+
+Logged with ``self.log`` (a no-op without a Lightning logger): ``train_loss`` per epoch, and
+``val_ap``, ``val_f1`` (max-F1) per validation.
 """
 
 from __future__ import annotations
@@ -26,11 +31,14 @@ import copy
 import lightning as L
 import torch
 import torch.nn.functional as F
+from sklearn.metrics import average_precision_score
 from torch import nn
 from torch_geometric.data import HeteroData
 
 from hygrail.triage.features import drop_target_edges
 from hygrail.triage.routing import max_f1
+
+SELECT_ON = ("f1", "ap")
 
 
 class TriageModule(L.LightningModule):
@@ -43,20 +51,34 @@ class TriageModule(L.LightningModule):
         weight_decay: float = 0.0,
         prior_logit: float = 0.0,
         disjoint_train_ratio: float = 0.0,
+        select_on: str = "f1",
+        fold_graphs: list[HeteroData] | None = None,
     ):
         super().__init__()
+        if select_on not in SELECT_ON:
+            raise ValueError(f"select_on={select_on!r}; expected one of {SELECT_ON}")
         self.backbone = backbone
         self.graph = graph  # fixed message-passing graph, not a parameter
+        self.fold_graphs = fold_graphs or []  # plus training: graph k lacks fold k's positives
         self.relation = relation
         self.lr, self.weight_decay, self.disjoint_train_ratio = lr, weight_decay, disjoint_train_ratio
+        self.select_on = select_on
         self.register_buffer("prior_logit", torch.tensor(float(prior_logit)))
-        self.best_f1, self.best_epoch, self.best_state = -1.0, 0, None
+        self.best_score, self.best_epoch, self.best_state = -1.0, 0, None
 
     def forward(self, batch: dict[str, torch.Tensor], graph: HeteroData | None = None) -> torch.Tensor:
         graph = self.graph if graph is None else graph
         return self.backbone(graph, batch["src"], batch["dst"], batch.get("pair_feats")) + self.prior_logit
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        loss = self._loss(batch)
+        self.log("train_loss", loss, on_step=False, on_epoch=True, batch_size=len(batch["label"]))
+        return loss
+
+    def _loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        if "fold" in batch:
+            logits = self(batch, self.fold_graphs[int(batch["fold"])])
+            return F.binary_cross_entropy_with_logits(logits, batch["label"])
         if self.disjoint_train_ratio <= 0:
             return F.binary_cross_entropy_with_logits(self(batch), batch["label"])
         # Supervised: a random fraction of all pairs (so the 1:20 ratio holds); their positives leave the graph.
@@ -67,10 +89,14 @@ class TriageModule(L.LightningModule):
         return F.binary_cross_entropy_with_logits(logits[sup], batch["label"][sup])
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
-        f1, _ = max_f1(torch.sigmoid(self(batch)).numpy(), batch["label"].numpy())
-        # Strictly better only: among equal F1 the earliest epoch wins.
-        if f1 > self.best_f1:
-            self.best_f1, self.best_epoch = f1, self.current_epoch + 1
+        scores, labels = torch.sigmoid(self(batch)).numpy(), batch["label"].numpy()
+        f1, _ = max_f1(scores, labels)
+        ap = float(average_precision_score(labels, scores)) if labels.any() else 0.0
+        self.log_dict({"val_ap": ap, "val_f1": f1}, batch_size=len(labels))
+        score = ap if self.select_on == "ap" else f1
+        # Strictly better only: among equal scores the earliest epoch wins.
+        if score > self.best_score:
+            self.best_score, self.best_epoch = score, self.current_epoch + 1
             self.best_state = copy.deepcopy(self.state_dict())
 
     def restore_best(self) -> None:

@@ -35,11 +35,28 @@ validation hypotheses. Edge cases, all documented in ``Band``:
 - all-negative validation: no upper side is ever pure (for n > 0), so j = 0, b* = +inf; the
   lower side takes every group (k = K), a* = just above the largest validation score.
 - empty validation: ValueError.
+
+``calibrate_band`` is where a run's band is chosen (``conf/routing/*.yaml``), from validation only:
+- ``rule: fixed`` (``routing=default``, the paper tables): the configured m, n.
+- ``rule: auto`` (``routing=auto``): m, n from the validation base rate pi (positive share) by
+  ``auto_purities``: below a*, positives may occur at most at ``neg_factor`` times the base rate
+  (m = 1 - neg_factor * pi); above b*, negatives at most at ``pos_factor`` times their base rate
+  (n = 1 - pos_factor * (1 - pi)). The defaults 0.1 / 0.1 ask each auto-decided side for a
+  likelihood ratio of 10 against guessing at the base rate (the usual bar for "strong" evidence):
+  at 1:20 (pi = 1/21) m = 0.995, n = 0.905; at 1:4 m = 0.98, n = 0.92. The paper-tuned 0.985 / 0.5
+  (``routing=default``) is factors 0.31 / 0.52: it lets the auto-negative side hold a third of the
+  base rate of positives, which with a good GNN is a third of all positives lost before review
+  (measured: bench_triage.py, routing columns), and accepts unreviewed hypotheses at 50% precision.
+- ``max_call_rate`` c (either rule; absent or 1 = no cap): when the purity band routes more than
+  a share c of validation, the band becomes ``capped_window``: among all bands routing at most
+  floor(c * N) validation hypotheses, the one whose auto-decided sides make the fewest validation
+  errors (positives below a*, negatives above b*), i.e. the share c of the most ambiguous cases,
+  those the GNN alone would get wrong. ``Band.capped`` records that the cap was binding.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 import numpy as np
@@ -79,6 +96,11 @@ class Band:
     b: float
     feasible_a: bool
     feasible_b: bool
+    m: float = 0.0  # negative purity target used (configured, or from the auto rule)
+    n: float = 0.0  # positive purity target used
+    max_call_rate: float = 1.0  # cap on the share of validation routed (1.0: no cap)
+    capped: bool = False  # the purity band routed more than the cap: the band is capped_window's
+    uncapped_val_share: float = 0.0  # share of validation the purity band alone routes
 
 
 def purity_interval(scores: np.ndarray, labels: np.ndarray, m: float, n: float) -> Band:
@@ -111,13 +133,66 @@ def purity_interval(scores: np.ndarray, labels: np.ndarray, m: float, n: float) 
     k, j = int(ks[pick]), int(js[pick])
 
     a, b = _cuts(values, k, j)
-    return Band(a, b, feasible_a=bool(ok_k[1:].any()), feasible_b=bool(ok_j[1:].any()))
+    routed = (len(scores) - below[k] - above[j]) / len(scores)
+    return Band(a, b, bool(ok_k[1:].any()), bool(ok_j[1:].any()), m=m, n=n, uncapped_val_share=float(routed))
+
+
+def auto_purities(base_rate: float, neg_factor: float = 0.1, pos_factor: float = 0.1) -> tuple[float, float]:
+    """(m, n) from the validation positive share (module docstring, ``rule: auto``)."""
+    if not 0.0 <= base_rate <= 1.0:
+        raise ValueError(f"base rate must lie in [0, 1], got {base_rate}")
+    if not (0.0 <= neg_factor <= 1.0 and 0.0 <= pos_factor <= 1.0):
+        raise ValueError(f"routing.neg_factor / pos_factor must lie in [0, 1], got {neg_factor}, {pos_factor}")
+    return 1.0 - neg_factor * base_rate, 1.0 - pos_factor * (1.0 - base_rate)
+
+
+def capped_window(scores: np.ndarray, labels: np.ndarray, max_call_rate: float) -> tuple[float, float]:
+    """Cuts (a, b) routing at most floor(max_call_rate * N) validation hypotheses whose outside
+    decisions (0 below a, 1 above b) make the fewest validation errors. Ties: the most routed (the
+    budget is spent: a window that just covers validation's errors would leave test's outside),
+    then the most positives inside (the reviewer can only confirm positives it is shown; they are
+    the rare class), then the lowest window. O(N log N): for each number k of score groups below, the best window
+    extends as far up as the cap allows (errors above only fall as it grows)."""
+    scores, labels = _check(scores, labels)
+    if len(scores) == 0:
+        raise ValueError("capped_window: empty validation scores")
+    values, group, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    pos = np.bincount(group, weights=labels, minlength=len(values))
+    big_k, budget = len(values), int(np.floor(max_call_rate * len(scores) + 1e-9))
+    start = np.concatenate([[0], np.cumsum(counts)])  # hypotheses in the first k groups
+    pos_below = np.concatenate([[0], np.cumsum(pos)])
+    neg_below = start - pos_below
+    # end[k]: the most groups k..end-1 that fit the budget (end >= k: an empty window always fits).
+    end = np.searchsorted(start, start + budget, side="right") - 1
+    end = np.clip(end, np.arange(big_k + 1), big_k)
+    errors = pos_below + (neg_below[-1] - neg_below[end])
+    routed = start[end] - start
+    inside = pos_below[end] - pos_below
+    k = int(np.lexsort((-inside, -routed, errors))[0])
+    return _cuts(values, k, big_k - int(end[k]))
 
 
 def calibrate_band(scores: np.ndarray, labels: np.ndarray, cfg: Mapping) -> Band:
     """The band a ``conf/routing/*.yaml`` config asks for, from validation scores and labels only
-    (``default``: the paper's fixed purities m, n)."""
-    return purity_interval(scores, labels, float(cfg["m"]), float(cfg["n"]))
+    (module docstring: ``rule`` fixed | auto, optional ``max_call_rate``)."""
+    rule = cfg.get("rule", "fixed")
+    if rule == "fixed":
+        m, n = float(cfg["m"]), float(cfg["n"])
+    elif rule == "auto":
+        y = np.asarray(labels)
+        m, n = auto_purities(float(y.mean()) if len(y) else 0.0, float(cfg.get("neg_factor", 0.1)),
+                             float(cfg.get("pos_factor", 0.1)))  # fmt: skip
+    else:
+        raise ValueError(f"routing.rule={rule!r}; expected fixed or auto")
+    cap = 1.0 if cfg.get("max_call_rate") is None else float(cfg["max_call_rate"])
+    if not 0.0 <= cap <= 1.0:
+        raise ValueError(f"routing.max_call_rate={cap}; expected a share in [0, 1]")
+    band = purity_interval(scores, labels, m, n)
+    band = replace(band, max_call_rate=cap)
+    if band.uncapped_val_share <= cap:
+        return band
+    a, b = capped_window(scores, labels, cap)
+    return replace(band, a=a, b=b, capped=True)
 
 
 def _cuts(values: np.ndarray, k: int, j: int) -> tuple[float, float]:
