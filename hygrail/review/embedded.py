@@ -15,8 +15,10 @@ Server options (xllamacpp ``CommonParams``), with why:
   hypothesis's reading would leak into the next.
 - ``threads`` for prompt and generation alike: prompt processing is compute-bound (~40 tokens/s on
   2 cores for the 1.5B model), so cost is the prompt's new tokens; ``poll`` is how long idle worker
-  threads spin before sleeping (llama.cpp's default 50; see conf/llm/embedded.yaml for the measured
-  choice).
+  threads spin before sleeping (llama.cpp's default 50; the embedded judge uses 0 so that its
+  threads leave the cores between reviews, not timed on its own). Threads must not outnumber the
+  free cores: on 2 cores with another busy process, 2 threads stalled at every barrier (17-40 s per
+  review against 0.98 s quiet, bench/bench_review.py), 1 thread took 1.7 s.
 - ``n_batch``/``n_ubatch`` keep llama.cpp's defaults (2048/512): a review's new tokens (~250) fit
   one micro-batch. ``n_parallel`` 1: parallel slots add no prompt throughput on 2 cores and each
   would hold its own copy of the prefix.
