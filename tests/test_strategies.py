@@ -286,12 +286,29 @@ def test_hykge_stage_once_cached_and_fallback(kg, rel, templates, tmp_path):
         ev = retrieve(kg, ID["NiO"], ID["catalysis"], rel, mode.cfg)
         assert catalysis.fallback and catalysis.text == render(ev, "template", templates, 0.4, mode.cfg)
         assert m["evidence_fallbacks"] == 1 and m["evidence_anchors_mean"] == 2.5
-        assert server.requests[-1]["messages"][-1]["content"] == catalysis.text
+        # reviews run concurrently, so find catalysis's by content, not by arrival order
+        assert sum(r["messages"][-1]["content"] == catalysis.text for r in server.requests) == 1
 
         # the same reviews again: every call from the cache
         with Reviewer(llm_cfg(server.base_url), mode, kg, rel, tmp_path / "llm.sqlite", seed=1) as again:
             assert [r.prepared.text for r in again.review(hyps)] == [r.prepared.text for r in reviewed]
             assert again.metrics()["llm_calls"] == 0 and server.count == 6
+
+
+def test_fewshot_examples_prestage_is_booked_as_prestage(kg, rel, templates, tmp_path):
+    """The few-shot block is built on the first review; its examples' HyKGE calls are pre-stage
+    cost, not review cost (they were once booked as reviews: 34 review calls for 30 reviews)."""
+    mode = load_mode(evidence_cfg("hykge", top_k=3), templates)
+    with ScriptedServer(default=Reply(ok_review("yes", 0.8))) as server:
+        server.script("Think step by step", Reply(HO))
+        with Reviewer(llm_cfg(server.base_url), mode, kg, rel, tmp_path / "llm.sqlite", seed=1,
+                      fewshot=[(h("LiCoO2", "battery"), 1)]) as reviewer:
+            reviewer.review([h("LiFePO4", "battery"), h("TiO2", "sensor")])
+            m = reviewer.metrics()
+        stage = [r for r in server.requests if "Think step by step" in r["messages"][-1]["content"]]
+        assert len(stage) == 3 and server.count == 5  # HO for the example and both hypotheses; 2 reviews
+        assert (m["llm_prestage_requests"], m["llm_review_requests"]) == (3, 2)
+        assert m["llm_prestage_prompt_tokens"] == sum(len(str(x["content"]).split()) for r in stage for x in r["messages"])
 
 
 # -- Graph2Idea ----------------------------------------------------------------------------------

@@ -71,6 +71,7 @@ class Reviewer:
         if not hyps:
             return []
         before, t0 = self.client.usage(), time.perf_counter()
+        examples = self.examples  # first use: the examples' own evidence pre-stages book as pre-stage
         prepared = self.mode.prepare(self.graph, self.relation, hyps, self.client if self.mode.uses_llm else None)
         middle = self.client.usage()
         self.evidence_seconds += time.perf_counter() - t0 - (middle["wall_seconds"] - before["wall_seconds"])
@@ -78,8 +79,7 @@ class Reviewer:
         if bad:
             raise ValueError(f"evidence mode {self.mode.name!r} set skip={bad.pop()!r}; expected one of {SKIPS}")
         sent = [i for i, p in enumerate(prepared) if p.skip is None]
-        got = self.client.review_many([ReviewRequest(prepared[i].statement, prepared[i].text) for i in sent],
-                                      self.examples)
+        got = self.client.review_many([ReviewRequest(prepared[i].statement, prepared[i].text) for i in sent], examples)
         results: list[ReviewResult | None] = [None] * len(prepared)
         for i, r in zip(sent, got):
             results[i] = r
