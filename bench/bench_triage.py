@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_triage.py                                   # everything (hours on 2 cores)
     .venv/bin/python bench/bench_triage.py --data matkg_synthetic --relations chm_apl --methods hgt,hgt_plus,tsh
     .venv/bin/python bench/bench_triage.py --data biokg --methods hgt_plus,tsh
+    .venv/bin/python bench/bench_triage.py --methods heteroconv_plus,hgt_plus,rgcn_plus,tsh --seeds 42,43,44
     .venv/bin/python bench/bench_triage.py --ablation                         # why HGT does not learn (chm_apl)
     .venv/bin/python bench/bench_triage.py --speed --methods rgcn             # Lightning vs plain loop, s/epoch
     .venv/bin/python bench/bench_triage.py --feature-cost                     # us per pair of the link features
@@ -72,14 +73,14 @@ def load(data: str, workdir: Path):
     return load_kg(cfg)
 
 
-def scores_of(method: str, split, args) -> tuple[np.ndarray, np.ndarray, float]:
+def scores_of(method: str, split, seed: int, args) -> tuple[np.ndarray, np.ndarray, float]:
     """(val scores, test scores, seconds) of a backbone (cached) or of TSH."""
     if method == "tsh":
         from hygrail.baselines.tsh import tsh_scores
 
         r = tsh_scores(split, OmegaConf.to_container(OmegaConf.load(CONF / "method/tsh.yaml")))
         return r.val, r.test, r.seconds
-    s = triage_scores(split, backbone_cfg(method, args.epochs), args.seed, args.cache, progress=True)
+    s = triage_scores(split, backbone_cfg(method, args.epochs), seed, args.cache, progress=True)
     return s.val, s.test, s.fit_seconds
 
 
@@ -93,44 +94,61 @@ def oracle_f1(s_test: np.ndarray, y_test: np.ndarray, band) -> float:
 def quality(data: str, kg, relations: list[str], methods: list[str], args) -> dict:
     routing = {name: OmegaConf.to_container(OmegaConf.load(CONF / f"routing/{name}.yaml")) for name in ("default", "auto")}
     print(f"\n== {data}: {kg}")
-    print(f"{'relation':<9}{'method':<17}{'testAUC':>8}{'AP':>7}{'F1':>7}{'fit s':>7}"
+    print(f"{'relation':<9}{'seed':>5} {'method':<17}{'testAUC':>8}{'AP':>7}{'F1':>7}{'fit s':>7}"
           f"{'band def':>9}{'band auto':>10}{'cap':>5}{'m':>7}{'n':>7}{'oracle':>8}")  # fmt: skip
     rows = {}
     for rel in relations:
-        split = temporal_split(kg, kg.schema.relation(rel), seed=args.seed)
-        y_val, y_test = split.part("val")["label"].to_numpy(), split.part("test")["label"].to_numpy()
-        for method in methods:
-            s_val, s_test, seconds = scores_of(method, split, args)
-            f1 = f1_score(y_test, s_test >= f1_threshold(s_val, y_val), zero_division=0)
-            bands = {k: calibrate_band(s_val, y_val, cfg) for k, cfg in routing.items()}
-            share = {k: float(np.mean(route(s_test, b) == -1)) for k, b in bands.items()}
-            auto = bands["auto"]
-            row = {"auc": roc_auc_score(y_test, s_test), "ap": average_precision_score(y_test, s_test), "f1": f1,
-                   "band_default": share["default"], "band_auto": share["auto"], "capped": auto.capped,
-                   "oracle": oracle_f1(s_test, y_test, auto)}  # fmt: skip
-            rows[(rel, method)] = row
-            print(f"{rel:<9}{method:<17}{row['auc']:>8.3f}{row['ap']:>7.3f}{f1:>7.3f}{seconds:>7.0f}"
-                  f"{share['default']:>9.1%}{share['auto']:>10.1%}{'yes' if auto.capped else 'no':>5}"
-                  f"{auto.m:>7.3f}{auto.n:>7.3f}{row['oracle']:>8.3f}", flush=True)  # fmt: skip
-    summary(rows, relations, methods)
+        for seed in args.seeds:  # the seed draws the split's negatives, the training and the head's folds
+            split = temporal_split(kg, kg.schema.relation(rel), seed=seed)
+            y_val, y_test = split.part("val")["label"].to_numpy(), split.part("test")["label"].to_numpy()
+            for method in methods:
+                s_val, s_test, seconds = scores_of(method, split, seed, args)
+                f1 = f1_score(y_test, s_test >= f1_threshold(s_val, y_val), zero_division=0)
+                bands = {k: calibrate_band(s_val, y_val, cfg) for k, cfg in routing.items()}
+                share = {k: float(np.mean(route(s_test, b) == -1)) for k, b in bands.items()}
+                auto = bands["auto"]
+                row = {"auc": roc_auc_score(y_test, s_test), "ap": average_precision_score(y_test, s_test), "f1": f1,
+                       "band_default": share["default"], "band_auto": share["auto"], "capped": auto.capped,
+                       "oracle": oracle_f1(s_test, y_test, auto)}  # fmt: skip
+                rows[(rel, method, seed)] = row
+                print(f"{rel:<9}{seed:>5} {method:<17}{row['auc']:>8.3f}{row['ap']:>7.3f}{f1:>7.3f}{seconds:>7.0f}"
+                      f"{share['default']:>9.1%}{share['auto']:>10.1%}{'yes' if auto.capped else 'no':>5}"
+                      f"{auto.m:>7.3f}{auto.n:>7.3f}{row['oracle']:>8.3f}", flush=True)  # fmt: skip
+    summary(rows, relations, methods, args.seeds)
     return rows
 
 
-def summary(rows: dict, relations: list[str], methods: list[str]) -> None:
-    """Means over relations, and each option against TSH relation by relation."""
-    print(f"\n{'method':<17}{'AUC':>7}{'AP':>7}{'F1':>7}{'auto band':>10}{'oracle-F1':>10}  AP >= TSH  F1 >= TSH  band in 25-55%")
+def summary(rows: dict, relations: list[str], methods: list[str], seeds: list[int]) -> None:
+    """Means over relations (of each relation's mean over seeds), each option against TSH relation
+    by relation, and, for the option with the best mean AP, the per-relation paired differences."""
+    def mean(rel: str, m: str, key: str) -> float:
+        return float(np.mean([rows[(rel, m, s)][key] for s in seeds]))
+
+    print(f"\n{len(seeds)} seed(s): {', '.join(map(str, seeds))}; relation values are means over seeds")
+    print(f"{'method':<17}{'AUC':>7}{'AP':>7}{'F1':>7}{'auto band':>10}{'oracle-F1':>10}  AP >= TSH  F1 >= TSH  band in 25-55%")
     for m in methods:
-        r = [rows[(rel, m)] for rel in relations]
-        line = (f"{m:<17}{np.mean([x['auc'] for x in r]):>7.3f}{np.mean([x['ap'] for x in r]):>7.3f}"
-                f"{np.mean([x['f1'] for x in r]):>7.3f}{np.mean([x['band_auto'] for x in r]):>10.1%}"
-                f"{np.mean([x['oracle'] - x['f1'] for x in r]):>+10.3f}")  # fmt: skip
+        line = (f"{m:<17}" + "".join(f"{np.mean([mean(r, m, k) for r in relations]):>7.3f}" for k in ("auc", "ap", "f1"))
+                + f"{np.mean([mean(r, m, 'band_auto') for r in relations]):>10.1%}"
+                + f"{np.mean([mean(r, m, 'oracle') - mean(r, m, 'f1') for r in relations]):>+10.3f}")  # fmt: skip
         ap = f1 = "-"
         if "tsh" in methods and m != "tsh":
-            t = [rows[(rel, "tsh")] for rel in relations]
-            ap = f"{sum(x['ap'] >= y['ap'] for x, y in zip(r, t))}/{len(r)}"
-            f1 = f"{sum(x['f1'] >= y['f1'] for x, y in zip(r, t))}/{len(r)}"
+            ap = f"{sum(mean(r, m, 'ap') >= mean(r, 'tsh', 'ap') for r in relations)}/{len(relations)}"
+            f1 = f"{sum(mean(r, m, 'f1') >= mean(r, 'tsh', 'f1') for r in relations)}/{len(relations)}"
         line += f"  {ap:<11}{f1:<11}"
-        line += f"{sum(0.25 <= x['band_auto'] <= 0.55 for x in r)}/{len(r)}"
+        line += f"{sum(0.25 <= mean(r, m, 'band_auto') <= 0.55 for r in relations)}/{len(relations)}"
+        print(line)
+    options = [m for m in methods if m != "tsh"]
+    if "tsh" not in methods or not options:
+        return
+    best = max(options, key=lambda m: np.mean([mean(r, m, "ap") for r in relations]))
+    print(f"\n{best} - TSH per relation: mean over seeds (sd of the paired per-seed differences)")
+    print(f"{'relation':<9}{'AP':>8}{'TSH AP':>8}{'dAP':>16}{'F1':>8}{'TSH F1':>8}{'dF1':>16}")
+    for r in relations:
+        line = f"{r:<9}"
+        for k in ("ap", "f1"):
+            d = [rows[(r, best, s)][k] - rows[(r, "tsh", s)][k] for s in seeds]
+            sd = f"({np.std(d, ddof=1):.3f})" if len(seeds) > 1 else ""
+            line += f"{mean(r, best, k):>8.3f}{mean(r, 'tsh', k):>8.3f}{np.mean(d):>+9.3f}{sd:>7}"
         print(line)
 
 
@@ -221,7 +239,7 @@ def main() -> None:
     ap.add_argument("--relations", default=None, help="comma list (default: all of each KG)")
     ap.add_argument("--methods", default=METHODS)
     ap.add_argument("--epochs", type=int, default=None, help="override every backbone's epochs (quick looks)")
-    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--seeds", default="42", help="comma list; quality tables average over them (the ablation and --speed use the first)")
     ap.add_argument("--cache", type=Path, default=ROOT / "outputs/cache/triage")
     ap.add_argument("--ablation", action="store_true", help="only the HGT ablation on chm_apl")
     ap.add_argument("--speed", action="store_true", help="only Lightning vs plain-loop seconds per epoch")
@@ -230,6 +248,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
+    args.seeds = [int(x) for x in args.seeds.split(",")]
+    args.seed = args.seeds[0]
     torch.set_num_threads(args.threads)
     methods = args.methods.split(",")
     if args.feature_cost:
