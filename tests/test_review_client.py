@@ -178,6 +178,22 @@ def test_request_body_carries_decoding_schema_and_template_kwargs(scripted_serve
     assert "response_format" not in scripted_server.requests[0] and "structured_outputs" not in scripted_server.requests[0]
 
 
+def test_clause_reasons_latin_pattern_and_marked_when_cut(scripted_server):
+    """llm.reasoning_charset=latin sends the pattern; a reason as long as reasoning_max_chars was cut
+    by the grammar and reads "…" at the end, a shorter one is left as the model wrote it."""
+    cut, whole = "x" * 20, "short enough"
+    scripted_server.script("case:cut", Reply('{"review":"yes","confidence":0.9,"reasoning":"' + cut + '"}'))
+    scripted_server.script("case:whole", Reply('{"review":"no","confidence":0.2,"reasoning":"' + whole + '"}'))
+    cfg = _cfg(scripted_server, reasoning_max_chars=20, reasoning_charset="latin")
+    a, b = ReviewClient(cfg, None, progress=False).review_many([ReviewRequest("case:cut"), ReviewRequest("case:whole")])
+    assert (a.reasoning, b.reasoning) == (cut + "…", whole)
+    reasoning = scripted_server.requests[0]["response_format"]["json_schema"]["schema"]["properties"]["reasoning"]
+    assert reasoning["maxLength"] == 20 and reasoning["pattern"].endswith("]{0,20}$")
+    with pytest.raises(ValueError, match="reasoning_charset"):
+        ReviewClient(_cfg(scripted_server, reasoning_charset="cjk"), None, progress=False).review_many(
+            [ReviewRequest("h", "e")])
+
+
 def _lp(token, p, alts=()):
     return {"token": token, "logprob": math.log(p), "top_logprobs": [{"token": t, "logprob": math.log(q)} for t, q in alts]}
 

@@ -119,7 +119,19 @@ def test_schema_orders_fields_and_bounds_reasoning():
     paper = review_schema(review_fields(review_first=False))
     assert list(paper["properties"]) == ["reasoning", "review", "confidence"]  # B.2 contract order
     assert paper["properties"]["review"]["enum"] == ["yes", "no"]
-    assert "maxLength" not in paper["properties"]["reasoning"]
+    assert "maxLength" not in paper["properties"]["reasoning"] and "pattern" not in paper["properties"]["reasoning"]
+
+
+def test_latin_reasoning_pattern_keeps_formulas_and_drops_other_scripts_and_json_breakers():
+    import re
+
+    pattern = review_schema(("review", "reasoning"), 80, "latin")["properties"]["reasoning"]["pattern"]
+    ok = re.compile(pattern).fullmatch
+    assert ok("Ba1-xKxFe2As2 is a known catalyst (β-phase, 10⁻³ S/cm; 300 °C) — well studied.")
+    assert ok("")
+    for bad in ("used as a catalyst in various化学", 'a "quoted" word', "back\\slash", "[1]", "x" * 81):
+        assert not ok(bad), bad
+    assert review_schema(("reasoning",), None, "latin")["properties"]["reasoning"]["pattern"].endswith("]*$")
 
 
 def test_fields_for_a_probability_judge_and_the_reasoning_switch():

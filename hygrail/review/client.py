@@ -59,6 +59,7 @@ from hygrail.redact import redact
 from hygrail.review.cache import ReplyCache, request_key
 from hygrail.review.calibrate import DECISIONS
 from hygrail.review.contract import (
+    CHARSETS,
     REASONING,
     LLMCallError,
     ParseError,
@@ -97,7 +98,8 @@ DEFAULTS: dict[str, Any] = {
     "confidence": "stated",
     "top_logprobs": 10,
     "prompt": "full",
-    "reasoning_max_chars": None,
+    "reasoning_max_chars": None,  # a reason this long was cut by the schema: shown with a trailing "…"
+    "reasoning_charset": "any",  # any | latin (contract.LATIN: keeps a small model from switching script)
     "reasoning": "full",  # full (paper) | clause | none: how much free text a reply carries
     "decision": "paper",  # paper: yes and confidence >= gamma | probability: confidence >= gamma (calibrate.py)
     "fewshot": None,  # solved training examples in the prompt prefix (hygrail/review/fewshot.py)
@@ -116,7 +118,8 @@ def llm_settings(llm_cfg: Mapping) -> dict:
         llm_cfg = OmegaConf.to_container(llm_cfg, resolve=True, throw_on_missing=True)
     cfg = {**DEFAULTS, **dict(llm_cfg)}
     for key, allowed in (("structured_output", STRUCTURED), ("confidence", CONFIDENCE), ("prompt", STYLES),
-                         ("transport", TRANSPORTS), ("reasoning", REASONING), ("decision", DECISIONS)):
+                         ("transport", TRANSPORTS), ("reasoning", REASONING), ("decision", DECISIONS),
+                         ("reasoning_charset", CHARSETS)):
         if cfg[key] not in allowed:
             raise ValueError(f"llm.{key}={cfg[key]!r}: expected one of {allowed}")
     if not cfg["model"]:
@@ -351,7 +354,7 @@ class ReviewClient:
         # A logprob judge's confidence is P(yes) at the verdict token: no stated number needed.
         fields = review_fields(self.review_first, cfg["reasoning"], stated_confidence=cfg["confidence"] == "stated")
         messages = review_messages(request, cfg["prompt"], fields, cfg["reasoning"], examples)
-        schema = review_schema(fields, cfg["reasoning_max_chars"])
+        schema = review_schema(fields, cfg["reasoning_max_chars"], cfg["reasoning_charset"])
         return self._request(messages, schema=schema, logprobs=cfg["confidence"] == "logprob")
 
     def review_many(self, requests: Sequence[ReviewRequest], examples: Sequence[Example] = ()) -> list[ReviewResult]:
@@ -641,5 +644,8 @@ class ReviewClient:
         if confidence is None:
             self._totals["failures"] += 1
             return ReviewResult(None, None, None, parsed.reasoning, failure="no readable confidence", **meta)
-        return ReviewResult(parsed.review, confidence, source, parsed.reasoning, failure=None,
+        reasoning, cap = parsed.reasoning, self.cfg["reasoning_max_chars"]
+        if cap and reasoning and len(reasoning) >= int(cap):  # the grammar stopped it, not the model
+            reasoning = reasoning.rstrip() + "…"
+        return ReviewResult(parsed.review, confidence, source, reasoning, failure=None,
                             salvaged=parsed.salvaged, **meta)

@@ -36,12 +36,28 @@ def review_fields(review_first: bool, reasoning: str = "full", stated_confidence
     return (*verdict, "reasoning") if review_first else ("reasoning", *verdict)
 
 
-def review_schema(fields: Sequence[str], reasoning_max_chars: int | None = None) -> dict:
+# What a reason may be written in under ``llm.reasoning_charset: latin``: printable ASCII without
+# '"', '[', '\\', ']' (a grammar built from a pattern emits the string's characters raw, so a quote or
+# backslash would end or break the JSON), Latin-1 and Latin Extended letters, Greek, typographic
+# dashes and quotes, sub- and superscripts: English and material formulas (β-TCP, 10⁻³). Why: the
+# embedded 1.5B Qwen drifted into Chinese mid-reason on 4 of make discover's 20 cards ("used as a
+# catalyst in various化学"); with this pattern none of 12 re-asked did (llama.cpp honours it).
+LATIN = " !#-Z^-~\u00a0-\u024f\u0370-\u03ff\u2010-\u2027\u2070-\u209f"
+CHARSETS = ("any", "latin")
+
+
+def review_schema(fields: Sequence[str], reasoning_max_chars: int | None = None, reasoning_charset: str = "any") -> dict:
     """JSON schema of a review with ``fields`` (``review_fields``). Grammar-constrained decoders emit
-    properties in schema order, so the order of ``fields`` is the order of the reply."""
+    properties in schema order, so the order of ``fields`` is the order of the reply.
+    ``reasoning_charset="latin"`` restricts the reason to ``LATIN`` by a pattern, which carries the
+    length bound too (a decoder may honour either keyword alone)."""
+    if reasoning_charset not in CHARSETS:
+        raise ValueError(f"llm.reasoning_charset={reasoning_charset!r}: expected one of {CHARSETS}")
     reasoning: dict[str, Any] = {"type": "string"}
     if reasoning_max_chars:
         reasoning["maxLength"] = int(reasoning_max_chars)
+    if reasoning_charset == "latin":
+        reasoning["pattern"] = f"^[{LATIN}]" + (f"{{0,{int(reasoning_max_chars)}}}$" if reasoning_max_chars else "*$")
     types = {
         "review": {"type": "string", "enum": [YES, NO]},
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
