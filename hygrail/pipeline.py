@@ -56,7 +56,7 @@ def review_order(scores: np.ndarray, candidates: np.ndarray, centre: float, budg
 
     ``random`` exists because inside the band the GNN score need not rank anything: on `make run`'s
     synthetic CHM-APL the GNN threshold (0.088) lies above the band [0.026, 0.080] and the GNN's AUC
-    inside the band is 0.48 (val) / 0.48 (test), so "closest to the threshold" is just the top slice
+    inside the validation band is 0.48, so "closest to the threshold" is just the top slice
     of the band; a random sample is representative of the band, so gamma chosen on it transfers."""
     if order not in REVIEW_ORDERS:
         raise DataError(f"method.review_order={order!r}: expected one of {REVIEW_ORDERS}")
@@ -182,7 +182,7 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
         rev_val = reviewer.review(_hypotheses(split.part("val"), pick_val, t.scores.val))
         rev_test = reviewer.review(_hypotheses(split.part("test"), pick_test, t.scores.test))
         metrics |= reviewer.metrics()
-        cache, examples = reviewer.cache_path(), reviewer.examples
+        cache, examples = reviewer.cache_path(), reviewer.shown_examples  # logging must not build it
     check_failures([r.result for r in rev_val + rev_test], float(cfg.method.get("max_review_failure_rate", 1.0)),
                    cfg.llm.name, cache)
     on_failure, rule = cfg.method.get("on_failure", "fallback"), cfg.llm.get("decision", "paper")

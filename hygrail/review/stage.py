@@ -67,6 +67,11 @@ class Reviewer:
             self._examples = build(self.fewshot, self.mode, self.graph, self.relation, self.client)
         return self._examples
 
+    @property
+    def shown_examples(self) -> list[Example]:
+        """The few-shot block as the reviews saw it; empty when nothing was reviewed (not built then)."""
+        return self._examples or []
+
     def review(self, hyps: Sequence[Hypothesis]) -> list[Reviewed]:
         if not hyps:
             return []
