@@ -348,7 +348,7 @@ def strategies_table(runs: pl.DataFrame) -> tuple[str, pl.DataFrame]:
             **{m: part[f"test_{m}"].mean() for m in ("precision", "recall", "f1")},
             "call_rate": part["test_call_rate"].mean(), "handled": handled,
             "budget": bool("test_routed_unreviewed" in part.columns and (col(part, "test_routed_unreviewed") > 0).any()),
-            "llm_calls_per_hyp": per_hyp("llm_requests"),
+            "llm_requests_per_hyp": per_hyp("llm_requests"),
             "prestage_tokens_per_hyp": per_hyp("llm_prestage_prompt_tokens", "llm_prestage_completion_tokens"),
             "review_tokens_per_hyp": per_hyp("llm_review_prompt_tokens", "llm_review_completion_tokens"),
             "llm_seconds_per_hyp": per_hyp("llm_seconds"),
@@ -356,7 +356,7 @@ def strategies_table(runs: pl.DataFrame) -> tuple[str, pl.DataFrame]:
         })
     df = pl.DataFrame(rows, infer_schema_length=None)
     heads = ["Method", "relations", "P", "R", "F1", "LLM call rate (routed)", "hypotheses reviewed (val+test)",
-             "LLM calls / hyp", "pre-stage tokens / hyp", "review tokens / hyp", "LLM s / hyp", "evidence s / hyp"]
+             "LLM requests / hyp", "pre-stage tokens / hyp", "review tokens / hyp", "LLM s / hyp", "evidence s / hyp"]
     lines = ["| " + " | ".join(heads) + " |", "|---" * len(heads) + "|"]
 
     def fmt(v, spec: str) -> str:
@@ -366,7 +366,7 @@ def strategies_table(runs: pl.DataFrame) -> tuple[str, pl.DataFrame]:
         name = f"{r['method']}‡" if r.get("budget") else r["method"]
         lines.append(" | ".join([
             f"| {name}", str(r["relations"]), fmt(r["precision"], ".3f"), fmt(r["recall"], ".3f"), fmt(r["f1"], ".3f"),
-            fmt(r["call_rate"], ".1%"), fmt(r.get("handled"), ".0f"), fmt(r.get("llm_calls_per_hyp"), ".2f"),
+            fmt(r["call_rate"], ".1%"), fmt(r.get("handled"), ".0f"), fmt(r.get("llm_requests_per_hyp"), ".2f"),
             fmt(r.get("prestage_tokens_per_hyp"), ".0f"), fmt(r.get("review_tokens_per_hyp"), ".0f"),
             fmt(r.get("llm_seconds_per_hyp"), ".2f"), fmt(r.get("evidence_seconds_per_hyp"), ".3f")]) + " |")
     if any(r.get("budget") for r in rows):

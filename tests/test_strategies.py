@@ -437,7 +437,7 @@ def test_strategies_table_pools_quality_and_cost_per_hypothesis():
     hy = rows["HyGRAIL+HyKGE"]
     # macro F1 over relations; costs summed over cells, per hypothesis handled (val + test: 20 + 30)
     assert hy["f1"] == pytest.approx(0.5) and hy["relations"] == 2 and hy["handled"] == 50
-    assert hy["llm_calls_per_hyp"] == pytest.approx(100 / 50)
+    assert hy["llm_requests_per_hyp"] == pytest.approx(100 / 50)
     assert hy["prestage_tokens_per_hyp"] == pytest.approx(4800 / 50)
     assert hy["review_tokens_per_hyp"] == pytest.approx(13200 / 50)
     assert hy["llm_seconds_per_hyp"] == pytest.approx(400 / 50) and hy["evidence_seconds_per_hyp"] == pytest.approx(0.08)
@@ -490,6 +490,6 @@ def test_strategies_multirun_and_table(tmp_path):
     md = (tmp_path / "report/strategies.md").read_text()
     rows = {line.split(" | ")[0].strip("| ‡"): line.split(" | ") for line in md.splitlines() if line.startswith("| ")}
     assert {"GNN", "HyGRAIL+HyKGE", "HyGRAIL+ARIA", "HyGRAIL+Graph2Idea"} <= set(rows)
-    assert rows["HyGRAIL+ARIA"][7] == "1.00" and rows["HyGRAIL+HyKGE"][7] == "2.00"  # LLM calls / hypothesis
+    assert rows["HyGRAIL+ARIA"][7] == "1.00" and rows["HyGRAIL+HyKGE"][7] == "2.00"  # LLM requests / hypothesis
     assert rows["HyGRAIL+ARIA"][8] == "0"  # no pre-stage tokens
     assert "# Per evidence tier" in md and "**HyGRAIL+ARIA**" in md
