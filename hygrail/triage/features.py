@@ -379,17 +379,16 @@ def _link_matrices(kg: KG) -> dict:
 
 
 def _build_link_matrices(kg: KG) -> dict:
+    b, _, deg, _, inv_log_deg = _pair_structure(kg)
     adj = kg.adjacency
-    b = sp.csr_matrix((np.ones(adj.nnz), adj.indices, adj.indptr), shape=adj.shape)
+    # log(1+count) weights here, where R-GCN's features use the per-type normalised edge_weights
     w = sp.csr_matrix((np.log1p(kg.counts[adj.data - 1]).astype(np.float64), adj.indices, adj.indptr), shape=adj.shape)
-    deg = kg.degree.astype(np.float64)
     n_types = len(kg.schema.node_types)
     return {
         "b": b,
         "w": w,
         "deg": deg,
-        # a common neighbour has degree >= 2, so 1/log(deg) is finite wherever it counts
-        "inv_log_deg": sp.diags(np.where(deg > 1, 1.0 / np.log(np.maximum(deg, 2.0)), 0.0)),
+        "inv_log_deg": sp.diags(inv_log_deg),
         "inv_deg": sp.diags(np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)),
         "type_masks": [sp.diags((kg.node_types == t).astype(np.float64)) for t in range(n_types)],
     }
