@@ -110,8 +110,11 @@ ablation-evidence: $(VENV)/.installed ## evidence strategies: HyKGE, ARIA, Graph
 figures: $(VENV)/.installed ## Figs. 3-4 and F1 vs call rate from the ablation experiments
 	$(PYTHON) -m hygrail.report --figures --out $(OUT)/report/figures
 
-bench: $(VENV)/.installed ## benchmarks: data layer, triage, evidence, review (prints figures)
-	@for b in bench/bench_*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done
+bench: $(VENV)/.installed ## benchmarks: data layer, triage speed, evidence, review (prints figures)
+	@for b in bench/bench_*.py; do case $$b in */bench_triage.py) continue;; esac; echo "== $$b"; $(PYTHON) $$b || exit 1; done
+	@# bench_triage.py's default is the hours-long quality study (README, triage options); here its speed figures only
+	@echo "== bench/bench_triage.py --speed"; $(PYTHON) bench/bench_triage.py --speed --methods heteroconv,hgt,rgcn
+	@echo "== bench/bench_triage.py --feature-cost"; $(PYTHON) bench/bench_triage.py --feature-cost
 
 # What the project writes under $(OUT), and nothing else: $(OUT) may be any folder ($$HYGRAIL_OUTPUTS).
 OWN := cache runs multirun report mlartifacts tracking mlflow.db mlflow.db-journal mlflow.db-wal mlflow.db-shm mlflow.lock
