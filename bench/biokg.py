@@ -1,6 +1,6 @@
 """The benchmark's second KG: a synthetic biomedical graph with another schema and degree profile.
 
-    python bench/biokg.py outputs/biokg            # writes nodes.csv + edges.csv (~3,300 nodes)
+    python bench/biokg.py outputs/biokg            # writes nodes.csv + edges.csv (2,930 nodes, 20,170 edges)
     python -m hygrail.sweep data=biokg relation=cpd_dis method=gnn_only backbone=hgt_plus
 
 It exists to check that the triage works on a KG that is not MatKG-shaped, loaded the way a new
@@ -12,7 +12,7 @@ synthetic MatKG (``hygrail/data/synthetic.py``):
   tissues (ANA); hypothesis relations compound-treats-disease (``cpd_dis``) and
   gene-associated-with-disease (``gen_dis``);
 - degree profile: the gene-gene interaction network grows by preferential attachment (power-law
-  tail, a few genes with hundreds of partners), every other type has narrow, Poisson-like degrees;
+  tail: the best-connected genes have 40-80 gene partners), every other type has narrow, Poisson-like degrees;
   support counts are small (1 + geometric) with no floor, where MatKG's are heavy-tailed >= 30;
 - mechanism: links follow pathway biology, not topics and wedge closure: a disease involves one
   or two pathways, its genes come from them; a compound hits targets in one pathway and treats

@@ -41,9 +41,11 @@ validation hypotheses. Edge cases, all documented in ``Band``:
 - ``rule: auto`` (``routing=auto``): m, n from the validation base rate pi (positive share) by
   ``auto_purities``: below a*, positives may occur at most at ``neg_factor`` times the base rate
   (m = 1 - neg_factor * pi); above b*, negatives at most at ``pos_factor`` times their base rate
-  (n = 1 - pos_factor * (1 - pi)). The defaults 0.1 / 0.1 ask each auto-decided side for a
-  likelihood ratio of 10 against guessing at the base rate (the usual bar for "strong" evidence):
-  at 1:20 (pi = 1/21) m = 0.995, n = 0.905; at 1:4 m = 0.98, n = 0.92. The paper-tuned 0.985 / 0.5
+  (n = 1 - pos_factor * (1 - pi)). The defaults 0.1 / 0.1 (a convention, not fitted) let each
+  auto-decided side hold the wrong class at most at a tenth of that class's base-rate share: below
+  a* that is a likelihood ratio of ~10 for "negative" (the usual bar for "strong" evidence); above
+  b* the same tenth is stricter in odds (at 1:20 posterior odds 9.5 against prior odds 1/20, a ratio
+  of ~190): at 1:20 (pi = 1/21) m = 0.995, n = 0.905; at 1:4 m = 0.98, n = 0.92. The paper-tuned 0.985 / 0.5
   (``routing=default``) is factors 0.31 / 0.52: it lets the auto-negative side hold a third of the
   base rate of positives, which with a good GNN is a third of all positives lost before review
   (measured: bench_triage.py, routing columns), and accepts unreviewed hypotheses at 50% precision.
