@@ -27,3 +27,32 @@ def matkg_schema():
     from hygrail.kg import Schema
 
     return Schema.from_config(OmegaConf.to_container(OmegaConf.load(CONF / "data/schema/matkg.yaml")))
+
+
+def scripted_llm(url: str) -> dict:
+    """conf/llm/scripted.yaml pointed at a running ScriptedServer."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(OmegaConf.load(CONF / "llm/scripted.yaml")) | {"base_url": url}
+
+
+def named_kg(schema, nodes, edges):
+    """A hand-built KG: ``nodes`` as (name, type), ``edges`` as (name, name, support count), year 2000."""
+    import polars as pl
+
+    from hygrail.kg import KG
+
+    types, ids = dict(nodes), {n: i for i, (n, _) in enumerate(nodes)}
+    table = pl.DataFrame({
+        "u": [ids[a] for a, _, _ in edges], "v": [ids[b] for _, b, _ in edges],
+        "type": [schema.edge_type(types[a], types[b]) for a, b, _ in edges],
+        "count": [c for *_, c in edges], "year": [2000] * len(edges),
+    })
+    return KG(schema, pl.DataFrame({"name": [n for n, _ in nodes], "type": [t for _, t in nodes]}), table)
+
+
+def relation_templates(name: str) -> dict:
+    """The evidence templates of conf/relation/<name>.yaml."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(OmegaConf.load(CONF / f"relation/{name}.yaml"))["templates"]

@@ -29,7 +29,7 @@ from hygrail.evidence.retrieve import Evidence, Finding, evidence_cuts, graph_st
 from hygrail.kg import KG, DataError
 from scripted_server import Reply, ScriptedServer
 
-from conftest import CONF
+from conftest import CONF, named_kg, relation_templates
 
 NODES = [
     ("LiFePO4", "CHM"), ("battery", "APL"), ("conductivity", "PRO"), ("capacity", "PRO"),
@@ -73,18 +73,7 @@ def cfg(**changes):
 
 @pytest.fixture(scope="module")
 def kg(matkg_schema):
-    nodes = pl.DataFrame({"name": [n for n, _ in NODES], "type": [t for _, t in NODES]})
-    types = dict(NODES)
-    edges = pl.DataFrame(
-        {
-            "u": [ID[a] for a, _, _ in EDGES],
-            "v": [ID[b] for _, b, _ in EDGES],
-            "type": [matkg_schema.edge_type(types[a], types[b]) for a, b, _ in EDGES],
-            "count": [c for _, _, c in EDGES],
-            "year": [2000] * len(EDGES),
-        }
-    )
-    return KG(matkg_schema, nodes, edges)
+    return named_kg(matkg_schema, NODES, EDGES)
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +83,7 @@ def rel(matkg_schema):
 
 @pytest.fixture(scope="module")
 def templates():
-    return OmegaConf.to_container(OmegaConf.load(CONF / "relation/chm_apl.yaml"))["templates"]
+    return relation_templates("chm_apl")
 
 
 def feats(endpoint):

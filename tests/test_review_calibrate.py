@@ -101,6 +101,11 @@ def test_probability_rule_gamma_hand_computed():
     # with the GNN's fixed decisions outside the reviewed set (2 TP, 0 FP, 1 FN there):
     # .29: tp3 fp0 fn2 -> 6/8 = .75; .25: tp4 fp1 fn1 -> 8/10 = .8; .20: tp4 fp4 fn1 -> 8/13
     assert choose_gamma(results, labels, base_counts=(2, 0, 1), rule="probability") == 0.25
+    # base counts that change the answer: alone, .9 (tp1 fp0 fn1 -> 2/3) ties .3 (tp2 fp2 -> 2/3) and
+    # the larger wins; with 3 FP fixed outside, .9 -> 2/6 and .3 -> 4/9 (best)
+    few, few_labels = [_p(0.9), _p(0.5), _p(0.4), _p(0.3)], np.array([1, 0, 0, 1])
+    assert choose_gamma(few, few_labels, rule="probability") == 0.9
+    assert choose_gamma(few, few_labels, base_counts=(0, 3, 0), rule="probability") == 0.3
     # a "yes" at P(yes)=0.9 on a negative: the rule may still stop above it
     results2 = [_p(0.9), *results]
     labels2 = np.array([0, *labels])

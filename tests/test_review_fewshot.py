@@ -9,13 +9,14 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from conftest import CONF
+from conftest import CONF, scripted_llm
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import DataError
 from hygrail.pipeline import build_split
 from hygrail.review.fewshot import build, choose
 from hygrail.review.stage import Reviewer
 from scripted_server import Reply, ScriptedServer, ok_review
+from test_pipeline import SMALL
 from test_review_embedded import _tiny_installed
 
 FEW = {"n": 6, "positives": 3, "selection": "contrast"}
@@ -90,10 +91,9 @@ def test_example_evidence_is_retrieved_without_the_examples_own_edges(cell):
 def test_every_review_of_a_cell_shares_one_fewshot_prefix(cell):
     kg, split, mode = cell
     pairs = choose(split, FEW, 42)
-    llm = {"name": "scripted", "model": "m", "timeout": 5, "max_retries": 0, "confidence": "stated"}
     val, test = split.part("val"), split.part("test")
     with ScriptedServer(default=Reply(ok_review("no", 0.2))) as server:
-        with Reviewer(llm | {"base_url": server.base_url}, mode, split.train_graph, split.relation, None, 42,
+        with Reviewer(scripted_llm(server.base_url), mode, split.train_graph, split.relation, None, 42,
                       pairs) as reviewer:
             reviewer.review([Hypothesis(int(s), int(d), 0.1) for s, d in zip(val["src"][:3], val["dst"][:3])])
             reviewer.review([Hypothesis(int(s), int(d), 0.2) for s, d in zip(test["src"][:4], test["dst"][:4])])
@@ -154,8 +154,7 @@ def test_a_hygrail_cell_with_the_tiny_embedded_judge(tmp_path):
 
     with initialize_config_dir(str(CONF), version_base="1.3"):
         cfg = compose("config", overrides=[
-            "data.scale=0.5", "backbone=rgcn", "backbone.epochs=10", "backbone.val_every=5", "relation=chm_apl",
-            "routing.m=0.995", "routing.n=0.9", "method=hygrail", "evidence=none", "llm=tiny",
+            *SMALL, "method=hygrail", "evidence=none", "llm=tiny",
             "method.review_budget.val=8", "method.review_budget.test=4", "method.review_order=random",
             f"paths.outputs={tmp_path}"])
     res = run_cell(cfg)

@@ -11,7 +11,7 @@ def test_random_order_is_a_seeded_sample_of_the_band_not_its_most_ambiguous_end(
     scores = np.linspace(0.0, 1.0, 200)
     band = (scores > 0.2) & (scores < 0.6)  # 80 routed; threshold 0.7 lies above the band
     closest = review_order(scores, band, 0.7, 20, seed=1)
-    assert (scores[closest] > 0.5).all()  # ambiguous: the top slice of the band
+    assert len(closest) == 20 and band[closest].all() and (scores[closest] > 0.5).all()  # ambiguous: the band's top slice
     picks = [review_order(scores, band, 0.7, 20, seed=s, order="random") for s in range(10)]
     for p in picks:
         assert len(p) == 20 and band[p].all() and (np.diff(p) > 0).all()

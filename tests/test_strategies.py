@@ -26,13 +26,14 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from conftest import CONF, ROOT
+from conftest import CONF, ROOT, named_kg, relation_templates
+from conftest import scripted_llm as llm_cfg
 from hygrail.evidence import aria, graph2idea, hykge
 from hygrail.evidence.mode import Hypothesis, load_mode
-from hygrail.evidence.names import encode, fragments, name_matrix
+from hygrail.evidence.names import fragments
 from hygrail.evidence.naturalize import render
 from hygrail.evidence.retrieve import retrieve
-from hygrail.kg import KG, DataError
+from hygrail.kg import DataError
 from hygrail.review.stage import Reviewer
 from scripted_server import Reply, ScriptedServer, ok_review
 
@@ -63,13 +64,7 @@ def evidence_cfg(name: str, **changes) -> dict:
 
 @pytest.fixture(scope="module")
 def kg(matkg_schema):
-    types = dict(NODES)
-    edges = pl.DataFrame({
-        "u": [ID[a] for a, _, _ in EDGES], "v": [ID[b] for _, b, _ in EDGES],
-        "type": [matkg_schema.edge_type(types[a], types[b]) for a, b, _ in EDGES],
-        "count": [c for *_, c in EDGES], "year": [2000] * len(EDGES),
-    })
-    return KG(matkg_schema, pl.DataFrame({"name": [n for n, _ in NODES], "type": [t for _, t in NODES]}), edges)
+    return named_kg(matkg_schema, NODES, EDGES)
 
 
 @pytest.fixture(scope="module")
@@ -80,10 +75,6 @@ def rel(kg):
 @pytest.fixture(scope="module")
 def templates():
     return relation_templates("chm_apl")
-
-
-def relation_templates(name: str) -> dict:
-    return OmegaConf.to_container(OmegaConf.load(CONF / f"relation/{name}.yaml"))["templates"]
 
 
 def names(kg, nodes):
@@ -229,7 +220,7 @@ def test_hykge_anchors_and_chain_kinds(kg):
         load_mode(cfg | {"chain_hops": 5}, relation_templates("chm_apl"))
 
 
-def test_hykge_rerank_by_fragments(kg):
+def test_hykge_rerank_by_fragments(kg, monkeypatch):
     cfg = evidence_cfg("hykge")
     u, v = ID["LiFePO4"], ID["battery"]
     statement = "The material LiFePO4 can be effectively used for battery."
@@ -237,15 +228,20 @@ def test_hykge_rerank_by_fragments(kg):
     assert pieces == ["material LiFePO4 effectively used", "battery", "High capacity fast conductivity", "matter",
                       "LiCoO2 shows"]
     chains = hykge.reasoning_chains(kg, u, v, [ID["capacity"], ID["conductivity"], ID["LiCoO2"]], cfg)
+    # Hand-set vectors: "LiCoO2 shows" is e0, every other fragment e1; a node's cosine with e0 is C
+    # (0 if unlisted) and with e1 always 0. Relevance = the best fragment's mean cosine over the chain's
+    # own concepts: the endpoints (C = 1) must not count, and a mean over fragments would divide by 5.
+    C = {"LiCoO2": 0.9, "capacity": 0.3, "conductivity": 0.1, "LiFePO4": 1.0, "battery": 1.0}
+    mat = np.array([[C.get(kg.label(n), 0.0), 0.0, np.sqrt(1 - C.get(kg.label(n), 0.0) ** 2)] for n in range(kg.num_nodes)])
+    monkeypatch.setattr(hykge, "name_matrix", lambda graph, model: mat)
+    monkeypatch.setattr(hykge, "encode", lambda texts, model: np.array(
+        [[1.0, 0.0, 0.0] if t == "LiCoO2 shows" else [0.0, 1.0, 0.0] for t in texts]))
     ranked = hykge.rerank(kg, u, v, chains, pieces, cfg)
-    # relevance: best fragment's mean cosine over the chain's own concepts (not u, v)
-    frag, vecs = encode(pieces, cfg["embedding_model"]), name_matrix(kg, cfg["embedding_model"])
+    assert (names(kg, ranked[0].nodes), ranked[0].relevance) == (["LiCoO2", "battery"], pytest.approx(0.9))
     for c in ranked:
-        inner = [n for n in c.nodes if n not in (u, v)]
-        assert c.relevance == pytest.approx(float((vecs[inner] @ frag.T).mean(0).max()), abs=1e-6)
+        concepts = [x for x in names(kg, c.nodes) if x not in ("LiFePO4", "battery")]  # an anchor may end a chain
+        assert c.relevance == pytest.approx(np.mean([C.get(x, 0.0) for x in concepts])), names(kg, c.nodes)
     assert [c.relevance for c in ranked] == sorted((c.relevance for c in ranked), reverse=True)
-    # "LiCoO2 shows" is nearest to LiCoO2's own chain, so the chain that is only LiCoO2 ranks first
-    assert names(kg, ranked[0].nodes) == ["LiCoO2", "battery"]
 
 
 class _Once:
@@ -253,10 +249,6 @@ class _Once:
 
     def chat_many(self, conversations, max_tokens=None):
         return [None] * len(conversations)
-
-
-def llm_cfg(url: str) -> dict:
-    return OmegaConf.to_container(OmegaConf.load(CONF / "llm/scripted.yaml")) | {"base_url": url}
 
 
 def test_hykge_stage_once_cached_and_fallback(kg, rel, templates, tmp_path):
@@ -376,7 +368,8 @@ def test_graph2idea_two_stages_once_cached_and_fallback(kg, rel, templates, tmp_
         assert (battery.info, sensor.info) == ({"contexts": 4, "picked": 2, "stage1": "ok"},
                                                {"contexts": 2, "picked": 0, "stage1": "ok"})
         # stage 2 reads the picked contexts only, with their stage-1 notes labelled
-        stage1_text = first[0]["messages"][-1]["content"]
+        # stage-1 calls run concurrently: battery's is found by content, not by arrival order
+        stage1_text = next(t for r in first if "used for battery." in (t := r["messages"][-1]["content"]))
         for k in (1, 3):
             assert battery.structured["contexts"][k - 1]["text"] in stage1_text
             assert battery.structured["contexts"][k - 1]["text"] in battery.text
@@ -480,7 +473,8 @@ def test_strategies_multirun_and_table(tmp_path):
                                                                     artifact_path="predictions.parquet",
                                                                     dst_path=str(tmp_path / mode)))
         column = {"hykge": "chains_kept", "aria": "tier", "graph2idea": "picked"}[mode]
-        assert table.filter(pl.col("review").is_not_null())[column].null_count() == 0
+        reviewed = table.filter(pl.col("review").is_not_null())
+        assert reviewed.height == handled and reviewed[column].null_count() == 0
     tiers = runs["aria"].data.metrics
     assert sum(tiers[f"evidence_tier_{t}_share"] for t in (1, 2, 3)) == pytest.approx(1.0)
     assert sum(v for k, v in tiers.items() if k.startswith("test_by_tier_") and k.endswith("_n")) == 3
