@@ -35,9 +35,11 @@ def planted():
     return temporal_split(kg, kg.schema.relations["chm_apl"], neg_ratio=5)
 
 
-@pytest.fixture(scope="module", params=["rgcn", "hgt", "rgcn_plus"])
+@pytest.fixture(scope="module", params=["rgcn", "hgt", "rgcn_plus", "rgcn_plus_head"])
 def scorer(request, planted):
-    run = train.fit(planted, FAST[request.param] | {"epochs": 2, "val_every": 1}, seed=3)
+    """rgcn_plus_head: with its fitted validation head, whose block inputs include TSH's descriptors."""
+    cfg = FAST["rgcn_plus"] | {"head_folds": 3} if request.param == "rgcn_plus_head" else FAST[request.param]
+    run = train.fit(planted, cfg | {"epochs": 2, "val_every": 1}, seed=3)
     return train.Scorer(run.module, planted.train_graph)
 
 

@@ -285,6 +285,55 @@ def test_scorer_equals_the_trained_models_scores(planted_split, name):
         assert bool(run.module.backbone.head.fitted)
 
 
+@pytest.mark.parametrize("inputs", ["tsh", "link"])
+def test_plus_head_reads_the_configured_inputs(planted_split, inputs):
+    """head_inputs: tsh gives the head [decoder logit, TSH's classifier inputs of the pair] (checked
+    against TSH's own design of the test pairs, computed apart); link gives it [decoder logit, the
+    link features the MLP reads]; the other part's columns, if present, carry no weight."""
+    from hygrail.baselines import tsh
+
+    cfg = FAST["hgt_plus"] | {"epochs": 2, "val_every": 1, "head_folds": 3, "head_inputs": inputs}
+    run = train.fit(planted_split, cfg, seed=3)
+    bb, g = run.module.backbone, planted_split.train_graph
+    test = planted_split.part("test")
+    s, d = test["src"].to_numpy(), test["dst"].to_numpy()
+    with torch.no_grad():
+        z = bb.encode(run.module.graph)
+        x = bb.head_inputs(run.module.graph, z, torch.from_numpy(s), torch.from_numpy(d),
+                           torch.from_numpy(bb.pair_features(g, s, d))).numpy()  # fmt: skip
+    n_link = len(link_feature_names(g))
+    unscaled = x[:, 1:] * bb.scale.std.numpy() + bb.scale.mean.numpy()
+    np.testing.assert_allclose(unscaled[:, :n_link], link_features(g, s, d), rtol=1e-4, atol=1e-4)
+    coef = bb.head.coef.numpy()
+    assert bb.head.chosen == inputs and (coef[:, 0] != 0).all()  # the logit is in both sets
+    if inputs == "tsh":
+        want = tsh.design(g, s, d, {"embedding": False, "max_hops": 3})
+        assert x.shape == (len(s), 1 + n_link + want.shape[1])
+        np.testing.assert_allclose(unscaled[:, n_link:], want, rtol=1e-4, atol=1e-4)
+        assert (coef[:, 1 : 1 + n_link] == 0).all() and (coef[:, 1 + n_link :] != 0).any(0).sum() > want.shape[1] // 2
+    else:
+        assert x.shape == (len(s), 1 + n_link) and (coef[:, 1:] != 0).any(0).sum() > n_link // 2
+    # the head's scores of the test pairs are what the trained model returned for them
+    expect = torch.sigmoid(bb.head(torch.from_numpy(x))).double().numpy()
+    np.testing.assert_allclose(expect, run.scores["test"], rtol=1e-5, atol=1e-6)
+
+
+def test_validation_head_keeps_the_input_set_with_the_better_out_of_fold_ap():
+    """head_inputs: auto's rule: whichever candidate column set carries the signal is kept, its
+    out-of-fold scores are returned, and the other set's columns get no weight."""
+    from hygrail.triage.backbones import ValidationHead
+
+    rng = np.random.default_rng(0)
+    y = (rng.random(600) < 0.1).astype(np.int64)
+    signal, noise = y[:, None] * 1.5 + rng.normal(size=(600, 2)), rng.normal(size=(600, 2))
+    for x, kept in ((np.c_[np.zeros(600), signal, noise], "a"), (np.c_[np.zeros(600), noise, signal], "b")):
+        head = ValidationHead(5, folds=3, candidates={"a": [0, 1, 2], "b": [0, 3, 4]})
+        oof = head.fit(x, y, seed=1)
+        assert head.chosen == kept and average_precision_score(y, oof) > 0.6
+        weighted = np.flatnonzero((head.coef.numpy() != 0).any(0)).tolist()
+        assert weighted == ([1, 2] if kept == "a" else [3, 4])
+
+
 def test_fast_hetero_linear_matches_pyg(planted_split):
     torch.manual_seed(0)
     g = hetero_graph(planted_split.train_graph)

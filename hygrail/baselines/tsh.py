@@ -99,6 +99,17 @@ def fit_on_validation(split: Split, cfg: Mapping) -> tuple[Pipeline, pl.DataFram
     return fit_classifier(x_val.to_numpy(), y_val, cfg.get("classifier") or {}), x_val
 
 
+def design(kg: KG, src: np.ndarray, dst: np.ndarray, cfg: Mapping) -> np.ndarray:
+    """(n, ``design_width(cfg)``) float64: the classifier's inputs for the pairs (src[i], dst[i]),
+    unscaled (the pipeline's StandardScaler follows). The plus backbones' validation head reads them too."""
+    return _design(pair_features(kg, src, dst, cfg)).to_numpy()
+
+
+def design_width(cfg: Mapping) -> int:
+    """Columns of ``design``: 11 descriptors, walks of length 3..max_hops, the name similarity if on."""
+    return 11 + int(cfg.get("max_hops", 3)) - 2 + bool(cfg.get("embedding", True))
+
+
 def score_pairs(model: Pipeline, feats: pl.DataFrame) -> np.ndarray:
     """TSH scores in [0, 1] of pairs from their ``pair_features`` (discovery scores whole blocks)."""
     return model.predict_proba(_design(feats).to_numpy())[:, 1]

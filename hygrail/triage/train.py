@@ -44,7 +44,7 @@ from hygrail.triage.module import TriageModule
 from hygrail.triage.routing import max_f1
 
 # Bump when a code change alters trained scores: old cache entries then miss instead of lying.
-CODE_VERSION = "triage-2"
+CODE_VERSION = "triage-3"
 # Backbone config keys that steer training or build inputs; every other key is a constructor argument of the model.
 TRAIN_KEYS = ("name", "epochs", "val_every", "lr", "weight_decay", "disjoint_train_ratio", "select_on", "folds",
               "patience", "names")
@@ -92,6 +92,7 @@ def triage_scores(
             "fit_seconds": run.seconds,
             "val_max_f1": f1,
             "val_f1_threshold": threshold,
+            "head_inputs": head.chosen if (head := getattr(run.module.backbone, "head", None)) is not None else None,
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
 
@@ -356,7 +357,8 @@ def build_backbone(graph_kg: KG, relation, cfg: Mapping):
     if plus:
         names = name_embeddings(graph_kg, cfg.get("names"))
         graph = hetero_graph(graph_kg, node_inputs(graph_kg, names))
-        kwargs |= {"n_pair": len(link_feature_names(graph_kg)), "name_dim": 0 if names is None else names.shape[1]}
+        kwargs |= {"n_pair": len(link_feature_names(graph_kg)), "name_dim": 0 if names is None else names.shape[1],
+                   "names": cfg.get("names")}
     else:
         graph = hetero_graph(graph_kg)
     try:
