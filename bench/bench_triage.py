@@ -3,13 +3,16 @@
     .venv/bin/python bench/bench_triage.py                                   # everything (hours on 2 cores)
     .venv/bin/python bench/bench_triage.py --data matkg_synthetic --relations chm_apl --methods hgt,hgt_plus,tsh
     .venv/bin/python bench/bench_triage.py --data biokg --methods hgt_plus,tsh
-    .venv/bin/python bench/bench_triage.py --methods heteroconv_plus,hgt_plus,rgcn_plus,tsh --seeds 42,43,44
+    .venv/bin/python bench/bench_triage.py --methods heteroconv_plus,hgt_plus,rgcn_plus,tsh --graph-seeds 0,1,2,3,4
     .venv/bin/python bench/bench_triage.py --ablation                         # why HGT does not learn (chm_apl)
     .venv/bin/python bench/bench_triage.py --speed --methods rgcn             # Lightning vs plain loop, s/epoch
     .venv/bin/python bench/bench_triage.py --feature-cost                     # us per pair of the link features
 
 Data: the synthetic MatKG at paper size (7 relations) and the second KG (``bench/biokg.py``, written
-as CSV and read back through ``data=biokg``'s CSV loader, 2 relations). Trained scores are cached
+as CSV and read back through ``data=biokg``'s CSV loader, 2 relations). ``--graph-seeds`` draws
+each KG anew per generator seed: at paper size a relation has 28-124 test positives, so one graph
+cannot separate methods 0.02 AP apart, and split seeds (``--seeds``) redraw negatives and training
+but keep the graph's test positives; independent graphs are the replicates that count. Trained scores are cached
 under --cache (the pipeline's cache, keyed by split + config + seed), so a rerun only recomputes
 what changed.
 
@@ -24,11 +27,13 @@ the band's decision), so that "the band holds the hard cases" is measured, not a
 
 --ablation trains HGT on chm_apl step by step from the paper's setting to hgt_plus:
 paper; + leak-free folds, fresh negatives, selection on val AP; + informative node inputs (still
-the cosine decoder); + MLP decoder over link features; + validation head (= hgt_plus).
+the cosine decoder); + MLP decoder over link features; + validation head over the link features;
+the head over TSH's inputs instead; the better of the two on validation (= hgt_plus).
 --speed: seconds per epoch of the lean Lightning Trainer vs the same module in a plain loop (target
 ratio <= 1.15), fastest of --repeats interleaved runs.
 --feature-cost: microseconds per pair of ``link_features`` (pairs API) and ``link_blocks`` (256
-CHM sources x every APL node, the discovery shape) and of R-GCN's six features, on the synthetic
+CHM sources x every APL node, the discovery shape), of R-GCN's six features, and of the plus
+backbones' block features with their head's TSH inputs (``HeadPairs``, names off), on the synthetic
 MatKG at --feature-scales.
 """
 
@@ -61,17 +66,18 @@ def backbone_cfg(name: str, epochs: int | None = None) -> dict:
     return cfg if epochs is None else cfg | {"epochs": epochs}
 
 
-def load(data: str, workdir: Path):
+def load(data: str, workdir: Path, graph_seed: int = 0):
+    """The KG drawn by the generator with ``graph_seed`` (0: the default graph)."""
     if data == "biokg":
         from biokg import generate  # bench/ is this script's folder
 
         from hygrail.data.csv import save_csv
 
-        folder = workdir / "biokg"
-        save_csv(generate(), folder)
+        folder = workdir / f"biokg-{graph_seed}"
+        save_csv(generate(seed=graph_seed), folder)
         cfg = data_config("biokg", path=str(folder))
     else:
-        cfg = data_config(data, scale=1.0)
+        cfg = data_config(data, scale=1.0, seed=graph_seed)
     return load_kg(cfg)
 
 
@@ -92,42 +98,50 @@ def oracle_f1(routed: np.ndarray, y_test: np.ndarray) -> float:
     return float(f1_score(y_test, pred, zero_division=0))
 
 
-def quality(data: str, kg, relations: list[str], methods: list[str], args) -> dict:
+def quality(data: str, kgs: dict, relations: list[str], methods: list[str], args) -> dict:
+    """Per relation, graph and seed: every method's figures; then ``summary``. ``kgs``: graph seed ->
+    KG. A replicate is a (graph seed, split seed) pair; only other graph seeds give other test
+    positives (the split seed redraws negatives, training and head folds, not the positives)."""
     routing = {name: OmegaConf.to_container(OmegaConf.load(CONF / f"routing/{name}.yaml")) for name in ("default", "auto")}
-    print(f"\n== {data}: {kg}")
-    print(f"{'relation':<9}{'seed':>5} {'method':<17}{'valAP':>6}{'testAUC':>8}{'AP':>7}{'F1':>7}{'fit s':>7}"
+    print(f"\n== {data}: " + "; ".join(f"graph seed {g}: {kg}" for g, kg in kgs.items()))
+    print(f"{'relation':<9}{'graph':>6}{'seed':>5} {'method':<17}{'valAP':>6}{'testAUC':>8}{'AP':>7}{'F1':>7}{'fit s':>7}"
           f"{'band def':>9}{'band auto':>10}{'cap':>5}{'m':>7}{'n':>7}{'oracle':>8}")  # fmt: skip
     rows = {}
     for rel in relations:
-        for seed in args.seeds:  # the seed draws the split's negatives, the training and the head's folds
-            split = temporal_split(kg, kg.schema.relation(rel), seed=seed)
-            y_val, y_test = split.part("val")["label"].to_numpy(), split.part("test")["label"].to_numpy()
-            for method in methods:
-                s_val, s_test, seconds = scores_of(method, split, seed, args)
-                f1 = f1_score(y_test, s_test >= f1_threshold(s_val, y_val), zero_division=0)
-                bands = {k: calibrate_band(s_val, y_val, cfg) for k, cfg in routing.items()}
-                routed = {k: route(s_test, b) for k, b in bands.items()}
-                share = {k: float(np.mean(r == -1)) for k, r in routed.items()}
-                auto = bands["auto"]
-                row = {"val_ap": average_precision_score(y_val, s_val), "auc": roc_auc_score(y_test, s_test),
-                       "ap": average_precision_score(y_test, s_test), "f1": f1,
-                       "band_default": share["default"], "band_auto": share["auto"], "capped": auto.capped,
-                       "oracle": oracle_f1(routed["auto"], y_test)}  # fmt: skip
-                rows[(rel, method, seed)] = row
-                print(f"{rel:<9}{seed:>5} {method:<17}{row['val_ap']:>6.3f}{row['auc']:>8.3f}{row['ap']:>7.3f}{f1:>7.3f}{seconds:>7.0f}"
-                      f"{share['default']:>9.1%}{share['auto']:>10.1%}{'yes' if auto.capped else 'no':>5}"
-                      f"{auto.m:>7.3f}{auto.n:>7.3f}{row['oracle']:>8.3f}", flush=True)  # fmt: skip
-    summary(rows, relations, methods, args.seeds)
+        for graph, kg in kgs.items():
+            for seed in args.seeds:  # the seed draws the split's negatives, the training and the head's folds
+                split = temporal_split(kg, kg.schema.relation(rel), seed=seed)
+                y_val, y_test = split.part("val")["label"].to_numpy(), split.part("test")["label"].to_numpy()
+                for method in methods:
+                    s_val, s_test, seconds = scores_of(method, split, seed, args)
+                    f1 = f1_score(y_test, s_test >= f1_threshold(s_val, y_val), zero_division=0)
+                    bands = {k: calibrate_band(s_val, y_val, cfg) for k, cfg in routing.items()}
+                    routed = {k: route(s_test, b) for k, b in bands.items()}
+                    share = {k: float(np.mean(r == -1)) for k, r in routed.items()}
+                    auto = bands["auto"]
+                    row = {"val_ap": average_precision_score(y_val, s_val), "auc": roc_auc_score(y_test, s_test),
+                           "ap": average_precision_score(y_test, s_test), "f1": f1,
+                           "band_default": share["default"], "band_auto": share["auto"], "capped": auto.capped,
+                           "oracle": oracle_f1(routed["auto"], y_test), "test_pos": int(y_test.sum())}  # fmt: skip
+                    rows[(rel, method, (graph, seed))] = row
+                    print(f"{rel:<9}{graph:>6}{seed:>5} {method:<17}{row['val_ap']:>6.3f}{row['auc']:>8.3f}{row['ap']:>7.3f}"
+                          f"{f1:>7.3f}{seconds:>7.0f}{share['default']:>9.1%}{share['auto']:>10.1%}"
+                          f"{'yes' if auto.capped else 'no':>5}{auto.m:>7.3f}{auto.n:>7.3f}{row['oracle']:>8.3f}", flush=True)  # fmt: skip
+    summary(rows, relations, methods, [(g, s) for g in kgs for s in args.seeds])
     return rows
 
 
-def summary(rows: dict, relations: list[str], methods: list[str], seeds: list[int]) -> None:
-    """Means over relations (of each relation's mean over seeds), each option against TSH relation
-    by relation, and, for the option with the best mean AP, the per-relation paired differences."""
+def summary(rows: dict, relations: list[str], methods: list[str], reps: list[tuple[int, int]]) -> None:
+    """Means over relations (of each relation's mean over replicates), each option against TSH
+    relation by relation, and, for the option with the best mean AP, the per-relation paired
+    differences: mean, their standard error over graphs (replicates of one graph share its test
+    positives, so they are averaged first; no error with one graph), and how many replicates the
+    option was >= TSH in."""
     def mean(rel: str, m: str, key: str) -> float:
-        return float(np.mean([rows[(rel, m, s)][key] for s in seeds]))
+        return float(np.mean([rows[(rel, m, r)][key] for r in reps]))
 
-    print(f"\n{len(seeds)} seed(s): {', '.join(map(str, seeds))}; relation values are means over seeds")
+    graphs = list(dict.fromkeys(g for g, _ in reps))
+    print(f"\n{len(reps)} replicate(s) (graph seed, split seed): {reps}; relation values are means over them")
     print(f"{'method':<17}{'valAP':>7}{'AUC':>7}{'AP':>7}{'F1':>7}{'auto band':>10}{'oracle-F1':>10}  AP >= TSH  F1 >= TSH  band in 25-55%")
     for m in methods:
         line = (f"{m:<17}" + "".join(f"{np.mean([mean(r, m, k) for r in relations]):>7.3f}" for k in ("val_ap", "auc", "ap", "f1"))
@@ -144,14 +158,18 @@ def summary(rows: dict, relations: list[str], methods: list[str], seeds: list[in
     if "tsh" not in methods or not options:
         return
     best = max(options, key=lambda m: np.mean([mean(r, m, "ap") for r in relations]))
-    print(f"\n{best} - TSH per relation: mean over seeds (sd of the paired per-seed differences)")
-    print(f"{'relation':<9}{'AP':>8}{'TSH AP':>8}{'dAP':>16}{'F1':>8}{'TSH F1':>8}{'dF1':>16}")
+    print(f"\n{best} - TSH per relation: mean paired difference over replicates (standard error over "
+          f"{len(graphs)} graph(s)) [replicates with {best} >= TSH]; test positives per graph")
+    print(f"{'relation':<9}{'AP':>7}{'TSH AP':>8}{'dAP':>17}{'F1':>7}{'TSH F1':>8}{'dF1':>17}  test pos")
     for r in relations:
         line = f"{r:<9}"
         for k in ("ap", "f1"):
-            d = [rows[(r, best, s)][k] - rows[(r, "tsh", s)][k] for s in seeds]
-            sd = f"({np.std(d, ddof=1):.3f})" if len(seeds) > 1 else ""
-            line += f"{mean(r, best, k):>8.3f}{mean(r, 'tsh', k):>8.3f}{np.mean(d):>+9.3f}{sd:>7}"
+            d = {rep: rows[(r, best, rep)][k] - rows[(r, "tsh", rep)][k] for rep in reps}
+            per_graph = [np.mean([v for (g, _), v in d.items() if g == graph]) for graph in graphs]
+            se = f"({np.std(per_graph, ddof=1) / np.sqrt(len(graphs)):.3f})" if len(graphs) > 1 else ""
+            wins = f"[{sum(v >= 0 for v in d.values())}/{len(d)}]"
+            line += f"{mean(r, best, k):>7.3f}{mean(r, 'tsh', k):>8.3f}{np.mean(list(d.values())):>+8.3f}{se:>7}{wins:>6}"
+        line += "  " + "/".join(str(rows[(r, best, next(rep for rep in reps if rep[0] == g))]["test_pos"]) for g in graphs)
         print(line)
 
 
@@ -161,7 +179,9 @@ ABLATION = [
      {"folds": 4, "select_on": "ap", "val_every": 1, "patience": 10}),
     ("+ node inputs (statistics + names), cosine decoder", "hgt_plus", {"decoder": "cosine", "head_folds": 0}),
     ("+ MLP decoder over link features", "hgt_plus", {"head_folds": 0}),
-    ("+ validation head (= hgt_plus)", "hgt_plus", {}),
+    ("+ validation head over [logit, link features]", "hgt_plus", {"head_inputs": "link"}),
+    ("  head over [logit, TSH's inputs] instead", "hgt_plus", {"head_inputs": "tsh"}),
+    ("  the better of the two on validation (= hgt_plus)", "hgt_plus", {}),
 ]  # fmt: skip
 
 
@@ -218,8 +238,10 @@ def speed(kg, methods: list[str], args) -> None:
 def feature_cost(args) -> None:
     from hygrail.triage.features import link_blocks, link_features, pair_features
 
+    from hygrail.triage.backbones import HeadPairs
+
     print(f"\n== pair-feature cost, us/pair (one core)\n{'graph':<42}{'link, block':>12}{'link, pairs':>12}"
-          f"{'link, random':>13}{'rgcn6, random':>14}")  # fmt: skip
+          f"{'link, random':>13}{'rgcn6, random':>14}{'+head, block':>13}")  # fmt: skip
     rng = np.random.default_rng(0)
     for scale in (float(x) for x in args.feature_scales.split(",")):
         kg = load_kg(data_config(scale=scale))
@@ -229,7 +251,8 @@ def feature_cost(args) -> None:
         rs, rd = rng.choice(chm, 50_000), rng.choice(apl, 50_000)
         cost = []
         for run, n in ((lambda: link_blocks(kg, sources, apl), len(src)), (lambda: link_features(kg, src, dst), len(src)),
-                       (lambda: link_features(kg, rs, rd), len(rs)), (lambda: pair_features(kg, rs, rd), len(rs))):  # fmt: skip
+                       (lambda: link_features(kg, rs, rd), len(rs)), (lambda: pair_features(kg, rs, rd), len(rs)),
+                       (lambda: HeadPairs(None).blocks(kg, apl)(sources), len(src))):  # fmt: skip
             t0 = time.perf_counter()
             run()
             cost.append((time.perf_counter() - t0) / n * 1e6)
@@ -243,6 +266,8 @@ def main() -> None:
     ap.add_argument("--methods", default=METHODS)
     ap.add_argument("--epochs", type=int, default=None, help="override every backbone's epochs (quick looks)")
     ap.add_argument("--seeds", default="42", help="comma list; quality tables average over them (the ablation and --speed use the first)")
+    ap.add_argument("--graph-seeds", default="0", help="comma list of generator seeds: each draws another KG (0: the "
+                    "default one), i.e. other test positives; the quality tables average over graphs x seeds")
     ap.add_argument("--cache", type=Path, default=ROOT / "outputs/cache/triage")
     ap.add_argument("--ablation", action="store_true", help="only the HGT ablation on chm_apl")
     ap.add_argument("--speed", action="store_true", help="only Lightning vs plain-loop seconds per epoch")
@@ -253,6 +278,7 @@ def main() -> None:
     args = ap.parse_args()
     args.seeds = [int(x) for x in args.seeds.split(",")]
     args.seed = args.seeds[0]
+    args.graph_seeds = [int(x) for x in args.graph_seeds.split(",")]
     torch.set_num_threads(args.threads)
     methods = args.methods.split(",")
     if args.feature_cost:
@@ -263,9 +289,9 @@ def main() -> None:
             (ablation(kg, args) if args.ablation else speed(kg, methods, args))
             return
         for data in args.data.split(","):
-            kg = load(data, Path(tmp))
+            kgs = {g: load(data, Path(tmp), g) for g in args.graph_seeds}
             default = MATKG_RELATIONS if data == "matkg_synthetic" else BIOKG_RELATIONS
-            quality(data, kg, (args.relations or default).split(","), methods, args)
+            quality(data, kgs, (args.relations or default).split(","), methods, args)
 
 
 if __name__ == "__main__":
