@@ -414,3 +414,6 @@ def test_unknown_backbone_is_a_one_line_data_error(planted_split):
         triage_scores(planted_split, {"name": "gat", "epochs": 1, "val_every": 1}, 42, None)
     with pytest.raises(DataError, match="bad model option"):
         triage_scores(planted_split, TINY | {"heads": 4}, 42, None)
+    with pytest.raises(DataError, match="backbone.head_inputs='tshh'; expected one of auto, tsh, link"):
+        triage_scores(planted_split, FAST["hgt_plus"] | {"epochs": 1, "val_every": 1, "head_folds": 3,
+                                                         "head_inputs": "tshh"}, 42, None)  # fmt: skip
