@@ -109,7 +109,9 @@ def link_anchors(graph: KG, u: int, v: int, text: str, cfg: Mapping) -> list[Anc
         n, s = int(best[i]), float(best_sim[i])
         if n not in (u, v) and (n not in found or s > found[n].similarity):
             found[n] = Anchor(n, graph.label(n), s, mentions[i])
-    return sorted(found.values(), key=lambda a: (-a.similarity, a.node))[: int(cfg["max_anchors"])]
+    # float32 cosines of two exact matches differ in the 7th digit (1.0000001 vs 1.0, by BLAS and
+    # batch): rounded, they tie and the node id decides, the same on every machine
+    return sorted(found.values(), key=lambda a: (-round(a.similarity, 5), a.node))[: int(cfg["max_anchors"])]
 
 
 def chain_score(graph: KG, stats: GraphStats, nodes: Sequence[int]) -> float:
