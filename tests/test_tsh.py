@@ -173,6 +173,24 @@ def test_name_similarity_is_cosine_and_encodes_each_name_once(monkeypatch):
     assert sorted(enc.seen) == ["LiFePO4", "lithium iron phosphate", "solar cell"]
 
 
+def test_block_features_equal_pair_features_and_the_design_width(monkeypatch, tiny):
+    """Discovery's and the plus head's block form: every (src[i], dst[j]) pair, src-major, equal to
+    pair_features of the same pairs (the name similarity by one product); design_width names the
+    columns of the design for both settings of the name similarity."""
+    enc = _CountingEncoder()
+    monkeypatch.setattr(tsh, "_encoder", lambda model: enc)
+    monkeypatch.setattr(tsh, "_EMBEDDINGS", {})
+    names = ["LiFePO4", "lithium iron phosphate", "solar cell"]
+    monkeypatch.setattr(type(tiny), "names", property(lambda kg: [names[i % 3] for i in range(kg.num_nodes)]))
+    src, dst = np.array([U, E, F]), np.array([V, C, U, D])
+    for cfg in ({"embedding": False}, {"embedding": True, "embedding_model": "stub"}, {"embedding": False, "max_hops": 4}):
+        block = tsh.block_features(tiny, src, dst, cfg)
+        pairs = tsh.pair_features(tiny, np.repeat(src, len(dst)), np.tile(dst, len(src)), cfg)
+        assert block.columns == pairs.columns and tsh.design(block).shape == (12, tsh.design_width(cfg))
+        assert ("name_similarity" in block.columns) == cfg["embedding"]
+        np.testing.assert_allclose(tsh.design(block), tsh.design(pairs), rtol=1e-12, atol=1e-12)
+
+
 def test_missing_embedding_package_names_the_pip_command(monkeypatch):
     monkeypatch.setattr(tsh, "PACKAGED_MODELS", {"no-such-model": ("no_such_module_xyz", "pip install no-such-model")})
     with pytest.raises(DataError, match=r"embedding_model=no-such-model .*pip install no-such-model"):

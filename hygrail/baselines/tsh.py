@@ -99,20 +99,21 @@ def fit_on_validation(split: Split, cfg: Mapping) -> tuple[Pipeline, pl.DataFram
     return fit_classifier(x_val.to_numpy(), y_val, cfg.get("classifier") or {}), x_val
 
 
-def design(kg: KG, src: np.ndarray, dst: np.ndarray, cfg: Mapping) -> np.ndarray:
-    """(n, ``design_width(cfg)``) float64: the classifier's inputs for the pairs (src[i], dst[i]),
-    unscaled (the pipeline's StandardScaler follows). The plus backbones' validation head reads them too."""
-    return _design(pair_features(kg, src, dst, cfg)).to_numpy()
+def design(feats: pl.DataFrame) -> np.ndarray:
+    """(n, ``design_width(cfg)``) float64: the classifier's inputs from ``pair_features`` or
+    ``block_features``, unscaled (the pipeline's StandardScaler follows). The plus backbones'
+    validation head reads them too."""
+    return _design(feats).to_numpy()
 
 
 def design_width(cfg: Mapping) -> int:
-    """Columns of ``design``: 11 descriptors, walks of length 3..max_hops, the name similarity if on."""
-    return 11 + int(cfg.get("max_hops", 3)) - 2 + bool(cfg.get("embedding", True))
+    """Columns of ``design``: the descriptors, and the name similarity if on."""
+    return len(descriptor_names(int(cfg.get("max_hops", 3)))) + bool(cfg.get("embedding", True))
 
 
 def score_pairs(model: Pipeline, feats: pl.DataFrame) -> np.ndarray:
     """TSH scores in [0, 1] of pairs from their ``pair_features`` (discovery scores whole blocks)."""
-    return model.predict_proba(_design(feats).to_numpy())[:, 1]
+    return model.predict_proba(design(feats))[:, 1]
 
 
 def pair_features(kg: KG, src: np.ndarray, dst: np.ndarray, cfg: Mapping) -> pl.DataFrame:
@@ -125,7 +126,27 @@ def pair_features(kg: KG, src: np.ndarray, dst: np.ndarray, cfg: Mapping) -> pl.
     return feats.with_columns(pl.Series(NAME_SIMILARITY, sim))
 
 
+def block_features(kg: KG, src: np.ndarray, dst: np.ndarray, cfg: Mapping) -> pl.DataFrame:
+    """``pair_features`` of every pair (src[i], dst[j]), src-major (row i * len(dst) + j); the name
+    similarity is one product of the two sides' embeddings instead of one lookup per pair."""
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    feats = descriptors(kg, np.repeat(src, len(dst)), np.tile(dst, len(src)), int(cfg.get("max_hops", 3)),
+                        int(cfg.get("batch_size", 256)))  # fmt: skip
+    if not cfg.get("embedding", True):
+        return feats
+    names, model = kg.names, str(cfg["embedding_model"])
+    sim = embed_names([names[i] for i in src], model) @ embed_names([names[i] for i in dst], model).T
+    return feats.with_columns(pl.Series(NAME_SIMILARITY, np.clip(sim, -1.0, 1.0).ravel()))
+
+
 # -- topology -----------------------------------------------------------------------------------
+def descriptor_names(max_hops: int = 3) -> tuple[str, ...]:
+    """Columns of ``descriptors``, in order."""
+    return ("deg_src", "deg_dst", "strength_src", "strength_dst", "common_neighbours", "jaccard", "adamic_adar",
+            "resource_allocation", "preferential_attachment", "weighted_common_neighbours", "shortest_path",
+            *(f"walks_{k}" for k in range(3, max_hops + 1)))  # fmt: skip
+
+
 def descriptors(kg: KG, src: np.ndarray, dst: np.ndarray, max_hops: int = 3, batch_size: int = 256) -> pl.DataFrame:
     """Raw local descriptors of each pair (src[i], dst[i]) on ``kg`` (all edge types, undirected).
 
@@ -174,22 +195,11 @@ def descriptors(kg: KG, src: np.ndarray, dst: np.ndarray, max_hops: int = 3, bat
     cn = walks[:, 1]
     union = deg[src] + deg[dst] - cn
     reached = walks > 0
-    return pl.DataFrame(
-        {
-            "deg_src": deg[src],
-            "deg_dst": deg[dst],
-            "strength_src": strength[src],
-            "strength_dst": strength[dst],
-            "common_neighbours": cn,
-            "jaccard": np.divide(cn, union, out=np.zeros_like(cn), where=union > 0),
-            "adamic_adar": aa,
-            "resource_allocation": ra,
-            "preferential_attachment": deg[src] * deg[dst],
-            "weighted_common_neighbours": wcn,
-            "shortest_path": np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, max_hops + 1).astype(np.float64),
-        }
-        | {f"walks_{k}": walks[:, k - 1] for k in range(3, max_hops + 1)}
-    )
+    columns = [deg[src], deg[dst], strength[src], strength[dst], cn,
+               np.divide(cn, union, out=np.zeros_like(cn), where=union > 0), aa, ra, deg[src] * deg[dst], wcn,
+               np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, max_hops + 1).astype(np.float64),
+               *(walks[:, k - 1] for k in range(3, max_hops + 1))]  # fmt: skip
+    return pl.DataFrame(dict(zip(descriptor_names(max_hops), columns, strict=True)))
 
 
 def _powers(a: sp.csr_matrix, nodes: np.ndarray, k: int) -> list[sp.csr_matrix]:

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 import numpy as np
-import polars as pl
 import torch
 from tqdm import tqdm
 
@@ -83,23 +82,13 @@ class TSHBlocks:
 
         self.tsh, self.cfg, self.space, self.graph = tsh, dict(cfg), space, split.train_graph
         self.model, _ = tsh.fit_on_validation(split, self.cfg)
-        self.names = None
-        if self.cfg.get("embedding", True):
-            names = self.graph.names
-            self.names = {t: tsh.embed_names([names[i] for i in ids], str(self.cfg["embedding_model"]))
-                          for t, ids in (("src", space.src), ("dst", space.dst))}
-            self.src_row = {int(n): i for i, n in enumerate(space.src)}
+        if self.cfg.get("embedding", True):  # each side's names encoded once, in one batch (then cached)
+            for ids in (space.src, space.dst):
+                tsh.embed_names([self.graph.names[i] for i in ids], str(self.cfg["embedding_model"]))
 
     def __call__(self, block: Block) -> np.ndarray:
-        n_s, n_d = len(block.src), len(self.space.dst)
-        src, dst = np.repeat(block.src, n_d), np.tile(self.space.dst, n_s)
-        feats = self.tsh.descriptors(self.graph, src, dst, int(self.cfg.get("max_hops", 3)),
-                                     int(self.cfg.get("batch_size", 256)))
-        if self.names is not None:
-            rows = self.names["src"][[self.src_row[int(s)] for s in block.src]]
-            sim = np.clip(rows @ self.names["dst"].T, -1.0, 1.0)  # = tsh.name_similarity, by blocks
-            feats = feats.with_columns(pl.Series(self.tsh.NAME_SIMILARITY, sim.ravel()))
-        return self.tsh.score_pairs(self.model, feats).reshape(n_s, n_d)
+        feats = self.tsh.block_features(self.graph, block.src, self.space.dst, self.cfg)
+        return self.tsh.score_pairs(self.model, feats).reshape(len(block.src), len(self.space.dst))
 
 
 @dataclass

@@ -315,25 +315,25 @@ HEAD_INPUTS = ("auto", "tsh", "link")
 class HeadPairs:
     """Pair features of a plus backbone whose validation head reads TSH's inputs: ``link_features``
     (the MLP's), then ``hygrail.baselines.tsh.design`` (log1p local descriptors, and the entity
-    names' similarity under the node inputs' sentence encoder ``names``, if any). Training pairs
-    get both too (the second part only feeds ``FeatureScale``): 1.01 vs 0.87 s per epoch of fold
-    batches on chm_pro at paper size, measured once; block cost in bench_triage.py --feature-cost."""
+    names' similarity under the node inputs' sentence encoder ``names``, if any; TSH's other
+    settings at their defaults). Only scored pairs need the second part: training pairs get
+    ``PlusNet.fold_features``. Block cost in bench_triage.py --feature-cost."""
 
     def __init__(self, names: str | None):
-        self.cfg = {"embedding": bool(names), "embedding_model": names, "max_hops": 3}
+        self.cfg = {"embedding": bool(names), "embedding_model": names}
         self.width = tsh.design_width(self.cfg)
 
     def __call__(self, kg, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        return np.hstack([link_features(kg, src, dst), tsh.design(kg, src, dst, self.cfg)]).astype(np.float32)
+        ours = tsh.design(tsh.pair_features(kg, src, dst, self.cfg))
+        return np.hstack([link_features(kg, src, dst), ours]).astype(np.float32)
 
     def blocks(self, kg, dst: np.ndarray):
         """``block_features``: every pair of sources x ``dst``, as ``LinkBlocks`` does for the first part."""
         link, dst = LinkBlocks(kg, dst), np.asarray(dst, dtype=np.int64)
 
         def features(src: np.ndarray) -> np.ndarray:
-            src = np.asarray(src, dtype=np.int64)
-            ours = tsh.design(kg, np.repeat(src, len(dst)), np.tile(dst, len(src)), self.cfg)
-            return np.concatenate([link(src), ours.reshape(len(src), len(dst), -1).astype(np.float32)], axis=-1)
+            ours = tsh.design(tsh.block_features(kg, src, dst, self.cfg)).reshape(len(src), len(dst), -1)
+            return np.concatenate([link(src), ours.astype(np.float32)], axis=-1)
 
         return features
 
@@ -365,6 +365,7 @@ class PlusNet(nn.Module):
 
     pair_features = staticmethod(link_features)
     block_features = LinkBlocks
+    fold_features = staticmethod(link_features)  # training pairs: what the MLP reads (the head is fitted later)
 
     def __init__(
         self,
@@ -400,7 +401,7 @@ class PlusNet(nn.Module):
         else:
             raise ValueError(f"encoder={encoder!r}; expected heteroconv, hgt or rgcn")
         if decoder == "cosine":  # ablation: the paper's decoder on informative inputs, no pair features
-            self.pair_features = self.block_features = None
+            self.pair_features = self.block_features = self.fold_features = None
             self.cosine, head_folds = CosineDecoder(), 0
         elif decoder != "mlp":
             raise ValueError(f"decoder={decoder!r}; expected mlp or cosine")
@@ -413,10 +414,10 @@ class PlusNet(nn.Module):
             pairs = HeadPairs(names)
             self.pair_features, self.block_features = pairs, pairs.blocks
             n_tsh = pairs.width
-        self.scale = FeatureScale(n_pair + n_tsh)
+        self.scale = FeatureScale(n_pair)
         width = (3 if endpoints else 1) * hidden + n_read
         self.mlp = MLP([width, *mlp_hidden, 1], dropout=dropout, norm=None)
-        # head columns: [logit, link features + name cosine, TSH design], each part as head_inputs says
+        # head columns: [logit, link features + name cosine, TSH design (unscaled: the head standardises)]
         sets = {"link": list(range(1 + n_read)), "tsh": [0] + list(range(1 + n_read, 1 + n_read + n_tsh))}
         candidates = sets if self.head_set == "auto" else {self.head_set: sets[self.head_set]}
         n_head = 1 + n_read + n_tsh
@@ -441,19 +442,18 @@ class PlusNet(nn.Module):
         return self.head(x) if self.head is not None and bool(self.head.fitted) else x[:, 0]
 
     def head_inputs(self, graph: HeteroData, z: dict[str, Tensor], src: Tensor, dst: Tensor, pair_feats: Tensor) -> Tensor:
-        """The head's inputs: [decoder logit, standardised link features, name cosine, standardised
-        TSH design (unless ``head_inputs: link``)]; column 0 alone is the decoder's output."""
+        """The head's inputs: [decoder logit, standardised link features, name cosine, TSH's design
+        (unless ``head_inputs: link``)]; column 0 alone is the decoder's output."""
         s, d = self.relation
         ls, ld = graph.local_index[src], graph.local_index[dst]
         zs, zd = z[s][ls], z[d][ld]
-        scaled = self.scale(pair_feats)
-        pair = [scaled[:, : self.n_link]]
+        pair = [self.scale(pair_feats[:, : self.n_link])]
         if self.name_dim:
             k = self.name_dim
             pair.append((graph[s].x[ls, -k:] * graph[d].x[ld, -k:]).sum(-1, keepdim=True))
         ends = [zs * zd, zs, zd] if self.endpoints else [zs * zd]
         logit = self.mlp(torch.cat(ends + pair, dim=-1))
-        return torch.cat([logit] + pair + [scaled[:, self.n_link :]], dim=-1)
+        return torch.cat([logit] + pair + [pair_feats[:, self.n_link :]], dim=-1)
 
     def forward(self, graph: HeteroData, src: Tensor, dst: Tensor, pair_feats: Tensor | None = None) -> Tensor:
         return self.decode(graph, self.encode(graph), src, dst, pair_feats)

@@ -44,7 +44,7 @@ from hygrail.triage.module import TriageModule
 from hygrail.triage.routing import max_f1
 
 # Bump when a code change alters trained scores: old cache entries then miss instead of lying.
-CODE_VERSION = "triage-3"
+CODE_VERSION = "triage-4"
 # Backbone config keys that steer training or build inputs; every other key is a constructor argument of the model.
 TRAIN_KEYS = ("name", "epochs", "val_every", "lr", "weight_decay", "disjoint_train_ratio", "select_on", "folds",
               "patience", "names")
@@ -377,11 +377,12 @@ def name_embeddings(kg: KG, model: str | None) -> np.ndarray | None:
 
 
 def build_module(split: Split, cfg: Mapping) -> tuple[TriageModule, dict[str, dict[str, torch.Tensor]], Dataset]:
-    """The LightningModule, one full batch per split (train/val/test), and the training data:
-    the train batch itself for the paper backbones, ``FoldPairs`` for the plus backbones."""
+    """The LightningModule, one full batch per split (val/test, and train unless ``folds``), and the
+    training data: the train batch itself for the paper backbones, ``FoldPairs`` for the plus backbones."""
     backbone, graph = build_backbone(split.train_graph, split.relation, cfg)
+    folds = int(cfg.get("folds") or 0)
     batches = {}
-    for p in SPLITS:
+    for p in ("val", "test") if folds else SPLITS:  # with folds, the split's training pairs are never batched
         part = split.part(p)
         batches[p] = pair_batch(
             split.train_graph, part["src"].to_numpy(), part["dst"].to_numpy(), part["label"].to_numpy(),
@@ -389,11 +390,11 @@ def build_module(split: Split, cfg: Mapping) -> tuple[TriageModule, dict[str, di
         )
     rel = (split.relation.src, split.relation.dst)
     train = split.part("train")
-    folds = int(cfg.get("folds") or 0)
     if folds:
         inputs = str(cfg["name"]).endswith("_plus")
-        train_data = FoldPairs(split, folds, backbone.pair_features, inputs, cfg.get("names"))
-        if backbone.pair_features is not None:
+        pair_fn = getattr(backbone, "fold_features", backbone.pair_features)
+        train_data = FoldPairs(split, folds, pair_fn, inputs, cfg.get("names"))
+        if pair_fn is not None:
             backbone.scale.fit(train_data.scale_sample())
     else:
         if backbone.pair_features is not None:
