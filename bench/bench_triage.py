@@ -22,7 +22,8 @@ what changed.
 Printed per relation and method: validation average precision (the figure to choose options
 and hyperparameters on: the plus options' validation scores are out-of-fold; TSH's are in-sample, its weights being fit
 on validation, so its validation AP is optimistic), test AUC, average
-precision, F1 at the validation max-F1 threshold (GNN-only), F1* = the best F1 any threshold
+precision, F1 at the validation max-F1 threshold (GNN-only), F1h = F1 at routing.threshold=half_max_f1
+(half the validation max F1, ``decision_threshold``), F1* = the best F1 any threshold
 reaches on test (bench-only, a choice made on test: it separates a method's ranking from the transfer of its
 validation threshold: an F1 shortfall with an equal F1* lies in the threshold, not the ranking), fit seconds (0 on a cache hit). Then, per method, the routing table:
 the band's share of test for routing=default (paper m, n) and routing=auto (conf/routing/auto.yaml),
@@ -56,7 +57,7 @@ from sklearn.metrics import average_precision_score, f1_score, roc_auc_score
 
 from hygrail.data import data_config, load_kg
 from hygrail.data.split import temporal_split
-from hygrail.triage.routing import calibrate_band, f1_threshold, max_f1, route
+from hygrail.triage.routing import calibrate_band, decision_threshold, f1_threshold, max_f1, route
 from hygrail.triage.train import build_module, fit, triage_scores
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,7 +110,7 @@ def quality(data: str, kgs: dict, relations: list[str], methods: list[str], args
     positives (the split seed redraws negatives, training and head folds, not the positives)."""
     routing = {name: OmegaConf.to_container(OmegaConf.load(CONF / f"routing/{name}.yaml")) for name in ("default", "auto")}
     print(f"\n== {data}: " + "; ".join(f"graph seed {g}: {kg}" for g, kg in kgs.items()))
-    print(f"{'relation':<9}{'graph':>6}{'seed':>5} {'method':<17}{'valAP':>6}{'testAUC':>8}{'AP':>7}{'F1':>7}{'F1*':>7}{'fit s':>7}"
+    print(f"{'relation':<9}{'graph':>6}{'seed':>5} {'method':<17}{'valAP':>6}{'testAUC':>8}{'AP':>7}{'F1':>7}{'F1h':>7}{'F1*':>7}{'fit s':>7}"
           f"{'band def':>9}{'band auto':>10}{'cap':>5}{'m':>7}{'n':>7}{'oracle':>8}")  # fmt: skip
     rows = {}
     for rel in relations:
@@ -126,11 +127,12 @@ def quality(data: str, kgs: dict, relations: list[str], methods: list[str], args
                     auto = bands["auto"]
                     row = {"val_ap": average_precision_score(y_val, s_val), "auc": roc_auc_score(y_test, s_test),
                            "ap": average_precision_score(y_test, s_test), "f1": f1, "f1_test_best": max_f1(s_test, y_test)[0],
+                           "f1_half": f1_score(y_test, s_test >= decision_threshold(s_val, y_val, "half_max_f1"), zero_division=0),
                            "band_default": share["default"], "band_auto": share["auto"], "capped": auto.capped,
                            "oracle": oracle_f1(routed["auto"], y_test), "test_pos": int(y_test.sum())}  # fmt: skip
                     rows[(rel, method, (graph, seed))] = row
                     print(f"{rel:<9}{graph:>6}{seed:>5} {method:<17}{row['val_ap']:>6.3f}{row['auc']:>8.3f}{row['ap']:>7.3f}"
-                          f"{f1:>7.3f}{row['f1_test_best']:>7.3f}{seconds:>7.0f}{share['default']:>9.1%}{share['auto']:>10.1%}"
+                          f"{f1:>7.3f}{row['f1_half']:>7.3f}{row['f1_test_best']:>7.3f}{seconds:>7.0f}{share['default']:>9.1%}{share['auto']:>10.1%}"
                           f"{'yes' if auto.capped else 'no':>5}{auto.m:>7.3f}{auto.n:>7.3f}{row['oracle']:>8.3f}", flush=True)  # fmt: skip
     summary(rows, relations, methods, [(g, s) for g in kgs for s in args.seeds])
     return rows
@@ -147,16 +149,16 @@ def summary(rows: dict, relations: list[str], methods: list[str], reps: list[tup
     graphs = list(dict.fromkeys(g for g, _ in reps))
     seeds = list(dict.fromkeys(s for _, s in reps))
     print(f"\n{len(reps)} replicate(s) (graph seed, split seed): {reps}; relation values are means over them")
-    print(f"{'method':<17}{'valAP':>7}{'AUC':>7}{'AP':>7}{'F1':>7}{'auto band':>10}{'oracle-F1':>10}  AP >= TSH  F1 >= TSH  band in 25-55%")
+    print(f"{'method':<17}{'valAP':>7}{'AUC':>7}{'AP':>7}{'F1':>7}{'F1h':>7}{'auto band':>10}{'oracle-F1':>10}"
+          "  AP >= TSH  F1 >= TSH  F1h >= TSH  band in 25-55%")  # fmt: skip
     for m in methods:
-        line = (f"{m:<17}" + "".join(f"{np.mean([mean(r, m, k) for r in relations]):>7.3f}" for k in ("val_ap", "auc", "ap", "f1"))
+        line = (f"{m:<17}" + "".join(f"{np.mean([mean(r, m, k) for r in relations]):>7.3f}" for k in ("val_ap", "auc", "ap", "f1", "f1_half"))
                 + f"{np.mean([mean(r, m, 'band_auto') for r in relations]):>10.1%}"
                 + f"{np.mean([mean(r, m, 'oracle') - mean(r, m, 'f1') for r in relations]):>+10.3f}")  # fmt: skip
-        ap = f1 = "-"
+        wins = {k: "-" for k in ("ap", "f1", "f1_half")}
         if "tsh" in methods and m != "tsh":
-            ap = f"{sum(mean(r, m, 'ap') >= mean(r, 'tsh', 'ap') for r in relations)}/{len(relations)}"
-            f1 = f"{sum(mean(r, m, 'f1') >= mean(r, 'tsh', 'f1') for r in relations)}/{len(relations)}"
-        line += f"  {ap:<11}{f1:<11}"
+            wins = {k: f"{sum(mean(r, m, k) >= mean(r, 'tsh', k) for r in relations)}/{len(relations)}" for k in wins}
+        line += f"  {wins['ap']:<11}{wins['f1']:<11}{wins['f1_half']:<12}"
         line += f"{sum(0.25 <= mean(r, m, 'band_auto') <= 0.55 for r in relations)}/{len(relations)}"
         print(line)
     options = [m for m in methods if m != "tsh"]
@@ -166,10 +168,10 @@ def summary(rows: dict, relations: list[str], methods: list[str], reps: list[tup
         print(f"\n{option} - TSH per relation: mean paired difference over replicates (standard error over "
               f"{len(graphs)} graph(s)) [replicates with {option} >= TSH]; test positives per graph")
         print(f"{'relation':<9}{'AP':>7}{'TSH AP':>8}{'dAP':>17}{'F1':>7}{'TSH F1':>8}{'dF1':>17}"
-              f"{'F1*':>7}{'TSH F1*':>8}{'dF1*':>17}  test pos")  # fmt: skip
+              f"{'F1h':>7}{'TSH F1h':>8}{'dF1h':>17}{'F1*':>7}{'TSH F1*':>8}{'dF1*':>17}  test pos")  # fmt: skip
         for r in relations:
             line = f"{r:<9}"
-            for k in ("ap", "f1", "f1_test_best"):
+            for k in ("ap", "f1", "f1_half", "f1_test_best"):
                 d = {rep: rows[(r, option, rep)][k] - rows[(r, "tsh", rep)][k] for rep in reps}
                 per_graph = [np.mean([v for (g, _), v in d.items() if g == graph]) for graph in graphs]
                 se = f"({np.std(per_graph, ddof=1) / np.sqrt(len(graphs)):.3f})" if len(graphs) > 1 else ""

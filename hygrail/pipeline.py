@@ -89,7 +89,7 @@ def _labels(split: Split) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _thresholded(kg, split, s_val, s_test, threshold, prefix: str) -> tuple[dict, pl.DataFrame]:
-    """Metrics and predictions of a score model with a fixed val max-F1 threshold."""
+    """Metrics and predictions of a score model with a threshold fixed on validation."""
     y_val, y_test = _labels(split)
     p_val, p_test = (s_val >= threshold).astype(int), (s_test >= threshold).astype(int)
     metrics = {f"{prefix}threshold": threshold, **prf(y_test, p_test, f"{prefix}test_"), **prf(y_val, p_val, f"{prefix}val_")}
@@ -118,8 +118,9 @@ class Triage:
 
 def gnn_stage(cfg: DictConfig, kg: KG, split: Split, logger=None) -> tuple[Triage, dict, pl.DataFrame]:
     """Backbone scores (trained once per relation/backbone/seed, then cached), the GNN-only decision
-    at the validation max-F1 threshold, and the purity band [a*, b*] with its call rates."""
-    from hygrail.triage.routing import calibrate_band, f1_threshold, route
+    at the validation threshold of ``routing.threshold`` (the paper's max-F1 unless set), and the
+    purity band [a*, b*] with its call rates."""
+    from hygrail.triage.routing import calibrate_band, decision_threshold, route
     from hygrail.triage.train import triage_scores
 
     y_val = _labels(split)[0]
@@ -127,7 +128,7 @@ def gnn_stage(cfg: DictConfig, kg: KG, split: Split, logger=None) -> tuple[Triag
                            logger=logger)
     if logger is not None:  # the run links the trained model it used, trained now or cached
         logger.log_hyperparams({"triage_key": scores.key, "triage_checkpoint": scores.checkpoint})
-    threshold = f1_threshold(scores.val, y_val)
+    threshold = decision_threshold(scores.val, y_val, cfg.routing.get("threshold", "max_f1"))
     metrics, predictions = _thresholded(kg, split, scores.val, scores.test, threshold, "gnn_")
     band = calibrate_band(scores.val, y_val, _plain(cfg.routing))
     t = Triage(scores, threshold, (float(np.clip(band.a, 0, 1)), float(np.clip(band.b, 0, 1))),
@@ -292,14 +293,17 @@ def run_kgfm(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
 
 def run_tsh(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
     """TSH baseline (after Marwitz et al. 2026): topological + name-embedding features, weights and
-    threshold from validation."""
+    threshold from validation (``routing.threshold``'s rule, as for the GNN, so that a sweep compares
+    the two under one rule)."""
     from hygrail.baselines.tsh import tsh_scores
+    from hygrail.triage.routing import decision_threshold
 
     res = tsh_scores(split, _plain(cfg.method))
-    metrics, predictions = _thresholded(kg, split, res.val, res.test, res.threshold, "tsh_")
+    threshold = decision_threshold(res.val, _labels(split)[0], cfg.routing.get("threshold", "max_f1"))
+    metrics, predictions = _thresholded(kg, split, res.val, res.test, threshold, "tsh_")
     metrics |= _method_metrics(metrics, "tsh_") | {"test_call_rate": 0.0, "val_call_rate": 0.0}
     metrics |= {f"tsh_weight_{k}": float(v) for k, v in res.weights.items()} | {"tsh_fit_seconds": res.seconds}
-    return CellResult(metrics, predictions.rename({"gnn_pred": "pred"}), gnn_threshold=res.threshold)
+    return CellResult(metrics, predictions.rename({"gnn_pred": "pred"}), gnn_threshold=threshold)
 
 
 METHODS = {"gnn_only": run_gnn_only, "hygrail": run_hygrail, "kgfm": run_kgfm, "tsh": run_tsh}

@@ -259,3 +259,22 @@ def test_a_kg_without_years_gets_a_random_split_and_says_so(tmp_path, server, mo
     res = run_cell(_cfg(tmp_path, server.base_url, "method=gnn_only"))
     assert res.tags == {"split": "random", "split_ties": "shuffle"} and res.metrics["split_dated_positives"] == 0
     assert "split is RANDOM, not temporal" in caplog.text
+
+
+@pytest.mark.parametrize("method, prefix", [("gnn_only", "gnn_"), ("tsh", "tsh_")])
+def test_routing_threshold_rule_sets_the_decision_of_gnn_and_tsh(tmp_path, server, method, prefix):
+    """routing.threshold=half_max_f1: both score models decide at half their validation max F1,
+    and the logged threshold, predictions and F1 follow it (routing.py decision_threshold)."""
+    from sklearn.metrics import f1_score
+
+    from hygrail.triage.routing import max_f1
+
+    paper = run_cell(_cfg(tmp_path, server.base_url, f"method={method}"))
+    half = run_cell(_cfg(tmp_path, server.base_url, f"method={method}", "routing.threshold=half_max_f1"))
+    val, test = (half.predictions.filter(pl.col("split") == p) for p in ("val", "test"))
+    best, at = max_f1(val["score"].to_numpy(), val["label"].to_numpy())
+    assert paper.gnn_threshold == pytest.approx(at) and paper.metrics[f"{prefix}threshold"] == pytest.approx(at)
+    assert half.gnn_threshold == half.metrics[f"{prefix}threshold"] == pytest.approx(best / 2) != pytest.approx(at)
+    pred = (test["score"].to_numpy() >= best / 2).astype(int)
+    assert (test["pred"].to_numpy() == pred).all()
+    assert half.metrics[f"{prefix}test_f1"] == pytest.approx(f1_score(test["label"].to_numpy(), pred))

@@ -1,6 +1,8 @@
 """Paper §3.1 decisions on GNN scores: the GNN-only threshold and HyGRAIL's purity band.
 
 ``f1_threshold``: the validation threshold maximising F1 (predict 1 iff s >= t), fixed for test.
+``decision_threshold``: the threshold a ``routing.threshold`` rule asks for: ``max_f1`` (the paper's,
+``f1_threshold``) or ``half_max_f1`` (half the validation max F1, on probability scores).
 
 ``purity_interval``: the band [a*, b*] of ambiguous scores. For a lower cut a, the negative
 purity is the fraction of negatives among validation hypotheses with s < a; for an upper cut b,
@@ -84,6 +86,33 @@ def max_f1(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
 def f1_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
     """Validation threshold maximising F1; predict 1 iff score >= threshold (see ``max_f1``)."""
     return max_f1(scores, labels)[1]
+
+
+THRESHOLD_RULES = ("max_f1", "half_max_f1")
+
+
+def decision_threshold(scores: np.ndarray, labels: np.ndarray, rule: str = "max_f1") -> float:
+    """The GNN-only decision threshold of ``routing.threshold``, from validation only.
+
+    ``max_f1``: the paper's, the score where validation F1 peaks (``f1_threshold``).
+    ``half_max_f1``: F1*/2 with F1* the validation max F1. For calibrated probabilities the
+    F1-optimal threshold is half the optimal F1 (Lipton, Elkan & Naryanaswamy 2014, "Optimal
+    thresholding of classifiers to maximize F1 measure"); the rule reads the curve's height, not
+    where on a small validation set its peak happens to fall. Why it exists: with 19 validation
+    positives (synthetic CHM-APL) the peak's location is one or two hypotheses, and the plus heads
+    carried it to test badly (README, triage: test F1 below TSH's while the best test F1 any
+    threshold reaches was above it). Scores must be probabilities in [0, 1]: the plus heads' and
+    TSH's are (logistic regressions fit on validation); so are the paper backbones' sigmoids."""
+    if rule == "max_f1":
+        return f1_threshold(scores, labels)
+    if rule != "half_max_f1":
+        raise ValueError(f"routing.threshold={rule!r}; expected one of {', '.join(THRESHOLD_RULES)}")
+    scores, labels = _check(scores, labels)
+    if len(scores) and (scores.min() < 0 or scores.max() > 1):
+        raise ValueError(f"routing.threshold=half_max_f1 needs probability scores in [0, 1]; got "
+                         f"[{scores.min():.3g}, {scores.max():.3g}]")
+    best, t = max_f1(scores, labels)
+    return t if best == 0 else best / 2  # no positive: predict nothing, as max_f1 does
 
 
 @dataclass(frozen=True)
