@@ -101,7 +101,9 @@ def decision_threshold(scores: np.ndarray, labels: np.ndarray, rule: str = "max_
     where on a small validation set its peak happens to fall. Why it exists: with 19 validation
     positives (synthetic CHM-APL) the peak's location is one or two hypotheses, and the plus heads
     carried it to test badly (README, triage: test F1 below TSH's while the best test F1 any
-    threshold reaches was above it). Scores must be probabilities in [0, 1]: the plus heads' and
+    threshold reaches was above it). With large validation sets it does not pay (second KG, 145-320
+    validation positives: F1 0.505 -> 0.502 for heteroconv_plus, 0.466 -> 0.454 for TSH), so it is
+    an option, not the default. Scores must be probabilities in [0, 1]: the plus heads' and
     TSH's are (logistic regressions fit on validation); so are the paper backbones' sigmoids."""
     if rule == "max_f1":
         return f1_threshold(scores, labels)
