@@ -98,7 +98,7 @@ ablation-sides: $(VENV)/.installed ## paper §5.3 / Fig. 4: two-sided vs one-sid
 ablation-purity: $(VENV)/.installed ## F1 vs LLM call rate across routing purities (m, n) with HGT
 	$(PYTHON) -m hygrail.sweep -m experiment=ablation_purity
 
-ablation-triage: $(VENV)/.installed ## triage options: the paper backbones beside the *_plus ones and TSH, GNN-only, routing=auto (7 relations), then Table 2
+ablation-triage: $(VENV)/.installed ## triage options: the paper backbones beside the *_plus ones and TSH, GNN-only, routing=auto, both threshold rules (7 relations), then Table 2
 	$(PYTHON) -m hygrail.sweep -m experiment=triage_options
 	$(PYTHON) -m hygrail.sweep -m experiment=triage_options_tsh
 	$(PYTHON) -m hygrail.report --experiment triage_options --out $(OUT)/report/triage_options

@@ -144,10 +144,15 @@ def _cell(row: dict | None, metric: str, n_relations: int | None = None) -> str:
     return text
 
 
+def labels_of(runs: pl.DataFrame, method: str, paper: tuple[str, ...]) -> list[str]:
+    """Row labels of ``method`` present: the paper's (``paper``) in its order, then the others sorted
+    (other evidence modes, or a non-paper ``routing.threshold``: "GNN (half_max_f1)")."""
+    present = set(runs.filter(pl.col("tag.method") == method)["tag.method_label"].to_list())
+    return [x for x in paper if x in present] + sorted(present - set(paper))
+
+
 def hygrail_labels(runs: pl.DataFrame) -> list[str]:
-    """HyGRAIL rows present: the paper's in its order, then other evidence modes' labels sorted."""
-    present = set(runs.filter(pl.col("tag.method") == "hygrail")["tag.method_label"].to_list())
-    return [x for x in LABELS[1:] if x in present] + sorted(present - set(LABELS))
+    return labels_of(runs, "hygrail", LABELS[1:])
 
 
 def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
@@ -157,9 +162,9 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
     llms = sorted(runs.filter(pl.col("tag.method").is_in(["hygrail", "kgfm"]))["tag.llm"].unique().drop_nulls().to_list())
     columns = llms or [None]
     hy = pool(runs.filter(pl.col("tag.method") == "hygrail"), ["tag.method_label", "tag.backbone", "tag.llm"], how)
-    gnn = pool(runs.filter(pl.col("tag.method") == "gnn_only"), ["tag.backbone"], how)
+    gnn = pool(runs.filter(pl.col("tag.method") == "gnn_only"), ["tag.method_label", "tag.backbone"], how)
     kgfm = pool(runs.filter(pl.col("tag.method") == "kgfm"), ["tag.llm"], how) if "kgfm" in runs["tag.method"] else None
-    tsh = pool(runs.filter(pl.col("tag.method") == "tsh"), ["tag.method"], how) if "tsh" in runs["tag.method"] else None
+    tsh = pool(runs.filter(pl.col("tag.method") == "tsh"), ["tag.method_label"], how) if "tsh" in runs["tag.method"] else None
     n_rel = runs["tag.relation"].n_unique()
     budgeted = budget_notes(runs)
     probability = decision_rows(runs)
@@ -189,8 +194,8 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
 
     if tsh is not None or kgfm is not None:
         lines += ["**Prior baselines**", "", head, sep]
-        if tsh is not None:
-            row("TSH", [find(tsh)] * len(columns), "baselines")
+        for label in labels_of(runs, "tsh", ("TSH",)):
+            row(label, [find(tsh, **{"tag.method_label": label})] * len(columns), "baselines")
         if kgfm is not None:
             sampled = frozenset()
             if "test_sampled" in runs.columns:
@@ -201,9 +206,10 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
         lines.append("")
     for bb in sorted(set(hy["tag.backbone"].to_list()) | set(gnn["tag.backbone"].to_list())):
         lines += [f"**GNN backbone: {bb}**", "", head, sep]
-        g = find(gnn, **{"tag.backbone": bb})
-        if g is not None:
-            row("GNN", [g] * len(columns), bb)
+        for label in labels_of(runs, "gnn_only", ("GNN",)):
+            g = find(gnn, **{"tag.method_label": label, "tag.backbone": bb})
+            if g is not None:
+                row(label, [g] * len(columns), bb)
         for label in hygrail_labels(runs):
             cells = [find(hy, **{"tag.method_label": label, "tag.backbone": bb, "tag.llm": m}) for m in columns]
             if any(cells):
@@ -270,7 +276,7 @@ def runs_table(runs: pl.DataFrame) -> str:
         "llm_calls": "LLM calls", "llm_seconds": "LLM s",
     }
     df = runs.select([pl.col(c).alias(n) if c in runs.columns else pl.lit(None).alias(n) for c, n in cols.items()])
-    no_llm = pl.col("method").is_in(["GNN", "TSH"])
+    no_llm = pl.lit(runs["tag.method"].is_in(["gnn_only", "tsh"]))
     df = df.with_columns(pl.when(no_llm).then(pl.lit("–")).otherwise(pl.col("LLM")).alias("LLM"),
                          # runs logged before llm.decision existed used the paper's rule
                          pl.when(no_llm).then(pl.lit("–")).otherwise(pl.col("decision").fill_null("paper")).alias("decision"))

@@ -317,11 +317,14 @@ def log_cell(cfg: DictConfig, result, sweep: str | None) -> str:
 
 
 def method_label(cfg: DictConfig) -> str:
-    """The paper's row names (Table 2): GNN, HyGRAIL-NE/-Auto/-LLM, TSH, KG-FM."""
+    """The paper's row names (Table 2): GNN, HyGRAIL-NE/-Auto/-LLM, TSH, KG-FM. A decision threshold
+    other than the paper's max-F1 (``routing.threshold``) is named in brackets, "GNN (half_max_f1)",
+    so a sweep over the rule gives rows side by side; KG-FM decides without one."""
     m = cfg.method.name
-    if m == "hygrail":
-        return str(cfg.evidence.label)  # each evidence mode names its row (conf/evidence/*.yaml)
-    return {"gnn_only": "GNN", "tsh": "TSH", "kgfm": "KG-FM"}.get(m, m)
+    # each evidence mode names its row (conf/evidence/*.yaml)
+    label = str(cfg.evidence.label) if m == "hygrail" else {"gnn_only": "GNN", "tsh": "TSH", "kgfm": "KG-FM"}.get(m, m)
+    rule = cfg.routing.threshold
+    return label if m == "kgfm" or rule == "max_f1" else f"{label} ({rule})"
 
 
 def ui_links(uri: str, base: str) -> list[str]:

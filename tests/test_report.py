@@ -190,3 +190,35 @@ def test_probability_rule_rows_are_labelled():
     rows = {line.split(" | ")[2]: line.split(" | ")[4] for line in table[2:]}
     assert rows == {"HyGRAIL-Auto": "probability", "GNN": "–", "TSH": "–"}
     assert {line.split(" | ")[4] for line in runs_table(RUNS).splitlines()[2:]} == {"paper", "–"}
+
+
+def test_a_non_paper_threshold_rule_gets_rows_of_its_own():
+    """routing.threshold=half_max_f1 runs are labelled "GNN (half_max_f1)", "TSH (half_max_f1)" (the
+    run's method_label tag), so Table 2 shows them beside the paper's rows: a sweep over the rule
+    is one report, not two runs of one cell that the report refuses."""
+    from hydra import compose, initialize_config_dir
+
+    from conftest import ROOT
+    from hygrail.tracking import method_label
+
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
+        labels = {(m, rule): method_label(compose("config", overrides=[f"method={m}", f"routing.threshold={rule}"]))
+                  for m in ("gnn_only", "tsh", "kgfm") for rule in ("max_f1", "half_max_f1")}
+        hygrail = method_label(compose("config", overrides=["method=hygrail", "evidence=none", "routing.threshold=half_max_f1"]))
+    assert labels == {("gnn_only", "max_f1"): "GNN", ("gnn_only", "half_max_f1"): "GNN (half_max_f1)",
+                      ("tsh", "max_f1"): "TSH", ("tsh", "half_max_f1"): "TSH (half_max_f1)",
+                      ("kgfm", "max_f1"): "KG-FM", ("kgfm", "half_max_f1"): "KG-FM"}  # KG-FM has no threshold
+    assert hygrail == "HyGRAIL-NE (half_max_f1)"  # its GNN decides outside the band and over a budget
+
+    runs = pl.DataFrame([
+        _run("gnn_only", "GNN (half_max_f1)", "rgcn", "embedded", "chm_apl", 42, 0.3, 0.5, 0.0, 5, 18, 5),
+        _run("gnn_only", "GNN", "rgcn", "embedded", "chm_apl", 42, 0.1, 0.9, 0.0, 9, 150, 1),
+        _run("tsh", "TSH", "rgcn", "embedded", "chm_apl", 42, 0.2, 0.3, 0.0, 3, 17, 7),
+        _run("tsh", "TSH (half_max_f1)", "rgcn", "embedded", "chm_apl", 42, 0.4, 0.6, 0.0, 6, 11, 4),
+    ])
+    assert one_run_per_cell(runs).height == 4
+    md, flat = table2(runs)
+    rows = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| Method")]
+    assert rows == ["| TSH | 0.300 | 0.200 |", "| TSH (half_max_f1) | 0.600 | 0.400 |",
+                    "| GNN | 0.900 | 0.100 |", "| GNN (half_max_f1) | 0.500 | 0.300 |"]  # the paper's row first
+    assert set(flat["method"]) == {"GNN", "GNN (half_max_f1)", "TSH", "TSH (half_max_f1)"}
