@@ -4,6 +4,7 @@
     .venv/bin/python bench/bench_triage.py --data matkg_synthetic --relations chm_apl --methods hgt,hgt_plus,tsh
     .venv/bin/python bench/bench_triage.py --data biokg --methods hgt_plus,tsh
     .venv/bin/python bench/bench_triage.py --methods heteroconv_plus,hgt_plus,rgcn_plus,tsh --graph-seeds 0,1,2,3,4 --seeds 42,0,1
+    .venv/bin/python bench/bench_triage.py --data matkg_synthetic --methods heteroconv_plus,tsh --scale 2 --graph-seeds 0,1,2,3,4 --seeds 42,0,1
     .venv/bin/python bench/bench_triage.py --ablation                         # why HGT does not learn (chm_apl)
     .venv/bin/python bench/bench_triage.py --speed --methods rgcn             # Lightning vs plain loop, s/epoch
     .venv/bin/python bench/bench_triage.py --feature-cost                     # us per pair of the link features
@@ -72,8 +73,9 @@ def backbone_cfg(name: str, epochs: int | None = None) -> dict:
     return cfg if epochs is None else cfg | {"epochs": epochs}
 
 
-def load(data: str, workdir: Path, graph_seed: int = 0):
-    """The KG drawn by the generator with ``graph_seed`` (0: the default graph)."""
+def load(data: str, workdir: Path, graph_seed: int = 0, scale: float = 1.0):
+    """The KG drawn by the generator with ``graph_seed`` (0: the default graph), the synthetic MatKG at
+    ``data.scale`` = ``scale`` (1: paper size; the second KG has one size)."""
     if data == "biokg":
         from biokg import generate  # bench/ is this script's folder
 
@@ -83,7 +85,7 @@ def load(data: str, workdir: Path, graph_seed: int = 0):
         save_csv(generate(seed=graph_seed), folder)
         cfg = data_config("biokg", path=str(folder))
     else:
-        cfg = data_config(data, scale=1.0, seed=graph_seed)
+        cfg = data_config(data, scale=scale, seed=graph_seed)
     return load_kg(cfg)
 
 
@@ -281,6 +283,8 @@ def main() -> None:
     ap.add_argument("--seeds", default="42", help="comma list; quality tables average over them (the ablation and --speed use the first)")
     ap.add_argument("--graph-seeds", default="0", help="comma list of generator seeds: each draws another KG (0: the "
                     "default one), i.e. other test positives; the quality tables average over graphs x seeds")
+    ap.add_argument("--scale", type=float, default=1.0, help="data.scale of the synthetic MatKG for the quality tables "
+                    "(1: paper size; 2 has ~3.4x the edges, so more test positives per relation)")
     ap.add_argument("--cache", type=Path, default=ROOT / "outputs/cache/triage")
     ap.add_argument("--ablation", action="store_true", help="only the HGT ablation on chm_apl")
     ap.add_argument("--speed", action="store_true", help="only Lightning vs plain-loop seconds per epoch")
@@ -302,7 +306,7 @@ def main() -> None:
             (ablation(kg, args) if args.ablation else speed(kg, methods, args))
             return
         for data in args.data.split(","):
-            kgs = {g: load(data, Path(tmp), g) for g in args.graph_seeds}
+            kgs = {g: load(data, Path(tmp), g, args.scale) for g in args.graph_seeds}
             default = MATKG_RELATIONS if data == "matkg_synthetic" else BIOKG_RELATIONS
             quality(data, kgs, (args.relations or default).split(","), methods, args)
 
