@@ -276,7 +276,7 @@ def runs_table(runs: pl.DataFrame) -> str:
         "llm_calls": "LLM calls", "llm_seconds": "LLM s",
     }
     df = runs.select([pl.col(c).alias(n) if c in runs.columns else pl.lit(None).alias(n) for c, n in cols.items()])
-    no_llm = pl.lit(runs["tag.method"].is_in(["gnn_only", "tsh"]))
+    no_llm = runs["tag.method"].is_in(["gnn_only", "tsh"])
     df = df.with_columns(pl.when(no_llm).then(pl.lit("–")).otherwise(pl.col("LLM")).alias("LLM"),
                          # runs logged before llm.decision existed used the paper's rule
                          pl.when(no_llm).then(pl.lit("–")).otherwise(pl.col("decision").fill_null("paper")).alias("decision"))
