@@ -334,6 +334,58 @@ def test_validation_head_keeps_the_input_set_with_the_better_out_of_fold_ap():
         assert weighted == ([1, 2] if kept == "a" else [3, 4])
 
 
+def test_validation_head_compares_input_sets_without_the_shared_column():
+    """compare_without: the column both sets share (the GNN's logit, optimistic on validation as its
+    epoch was picked on validation AP) is left out of the comparison, then the kept set is fitted
+    with it. Here set a's columns only cancel the shared column's noise (a wins with it, carries no
+    signal of its own); set b carries a signal of its own and is kept."""
+    from hygrail.triage.backbones import ValidationHead
+
+    rng = np.random.default_rng(0)
+    y = (rng.random(600) < 0.1).astype(np.int64)
+    noise = rng.normal(size=600)
+    x = np.c_[y + noise, noise + 0.1 * rng.normal(size=600), rng.normal(size=600),
+              y[:, None] * 1.2 + rng.normal(size=(600, 2))]  # fmt: skip
+    kept = {}
+    for without in ((), (0,)):
+        head = ValidationHead(5, folds=3, candidates={"a": [0, 1, 2], "b": [0, 3, 4]}, compare_without=without)
+        oof = head.fit(x, y, seed=1)
+        kept[without] = head.chosen, average_precision_score(y, oof)
+        assert (head.coef.numpy()[:, 0] != 0).all()  # fitted with the shared column
+    assert kept[()][0] == "a" and kept[(0,)][0] == "b" and kept[(0,)][1] > 0.6
+
+
+def test_validation_head_compares_input_sets_over_repeated_partitions():
+    """repeats: the sets are compared on their out-of-fold AP averaged over that many fold
+    partitions (seeds seed..seed+repeats-1), recomputed here with sklearn; the head is then fitted
+    on the first partition. Two sets of equal signal: one partition's verdict is a draw."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+
+    from hygrail.triage.backbones import ValidationHead
+
+    rng = np.random.default_rng(28)
+    y = (rng.random(300) < 0.1).astype(np.int64)
+    x = np.c_[rng.normal(size=300), y[:, None] * 0.7 + rng.normal(size=(300, 4))]
+    xs = (x - x.mean(0)) / x.std(0)
+
+    def oof_ap(cols, seed):
+        oof = np.zeros(len(y))
+        for fit_idx, held in StratifiedKFold(3, shuffle=True, random_state=seed).split(xs, y):
+            oof[held] = LogisticRegression(C=0.1, max_iter=5000).fit(xs[fit_idx][:, cols], y[fit_idx]).decision_function(xs[held][:, cols])
+        return average_precision_score(y, oof)
+
+    chosen = {}
+    for repeats in (1, 10):
+        head = ValidationHead(5, folds=3, candidates={"a": [0, 1, 2], "b": [0, 3, 4]}, compare_without=(0,), repeats=repeats)
+        oof = head.fit(x, y, seed=1)
+        mean_ap = {k: np.mean([oof_ap(cols, 1 + r) for r in range(repeats)]) for k, cols in (("a", [1, 2]), ("b", [3, 4]))}
+        chosen[repeats] = head.chosen
+        assert head.chosen == max(mean_ap, key=mean_ap.get)
+        assert average_precision_score(y, oof) == pytest.approx(oof_ap(head.candidates[head.chosen], 1), abs=1e-9)
+    assert chosen == {1: "a", 10: "b"}
+
+
 def test_fast_hetero_linear_matches_pyg(planted_split):
     torch.manual_seed(0)
     g = hetero_graph(planted_split.train_graph)
