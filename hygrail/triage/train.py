@@ -44,7 +44,7 @@ from hygrail.triage.module import TriageModule
 from hygrail.triage.routing import max_f1
 
 # Bump when a code change alters trained scores: old cache entries then miss instead of lying.
-CODE_VERSION = "triage-5"  # 5: the plus head compares input sets without the logit
+CODE_VERSION = "triage-5"  # 5: the plus head compares its input sets without the logit, over head_repeats partitions
 # Backbone config keys that steer training or build inputs; every other key is a constructor argument of the model.
 TRAIN_KEYS = ("name", "epochs", "val_every", "lr", "weight_decay", "disjoint_train_ratio", "select_on", "folds",
               "patience", "names")
