@@ -293,6 +293,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
+    if args.scale != 1.0 and "biokg" in args.data.split(","):
+        ap.error(f"--scale {args.scale}: the second KG has one size; pass --data matkg_synthetic")
     args.seeds = [int(x) for x in args.seeds.split(",")]
     args.seed = args.seeds[0]
     args.graph_seeds = [int(x) for x in args.graph_seeds.split(",")]
