@@ -88,18 +88,32 @@ class Structure:
 class Planted:
     """The hidden structure behind a synthetic KG, for tests and benchmarks only (never a model input).
 
-    ``topics``: (N, T) bool membership; ``topic_keys``: the T topics; ``hub``: (N,) bool;
-    ``popularity``: (N,) float; ``channel``: per edge of ``kg.edges`` (index into ``CHANNELS``).
+    ``topics``: (N, T) bool membership; ``topic_keys``: the T topics; ``niches``: (N, T * niches)
+    bool, the niche of each of a node's topics; ``hub``: (N,) bool; ``popularity``: (N,) float;
+    ``channel``: per edge of ``kg.edges`` (index into ``CHANNELS``).
     """
 
     topic_keys: tuple[str, ...]
     topics: np.ndarray
+    niches: np.ndarray
     hub: np.ndarray
     popularity: np.ndarray
     channel: np.ndarray
 
+    PAIR_STRUCTURE = ("share_topic", "shared_topics", "share_niche", "related_topics", "no_topic_src", "no_topic_dst")
+
     def share_topic(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         return (self.topics[np.asarray(u)] & self.topics[np.asarray(v)]).any(axis=1)
+
+    def pair_structure(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """(n, 6) float: what the topic and bridge channels draw pairs by (``PAIR_STRUCTURE``):
+        a shared topic, how many, a shared niche, a topic of u related to one of v, and whether
+        either end has no topic. bench_triage.py's tsh+planted row adds them to TSH's descriptors."""
+        tu, tv = self.topics[np.asarray(u)], self.topics[np.asarray(v)]
+        shared = (tu & tv).sum(axis=1)
+        related = ((tu.astype(float) @ _related()) * tv).sum(axis=1) > 0
+        niche = (self.niches[np.asarray(u)] & self.niches[np.asarray(v)]).any(axis=1)
+        return np.c_[shared > 0, shared, niche, related, ~tu.any(axis=1), ~tv.any(axis=1)].astype(float)
 
 
 def generate(schema: Schema, cfg: Mapping) -> KG:
@@ -168,7 +182,8 @@ def generate_with_topics(schema: Schema, cfg: Mapping) -> tuple[KG, Planted]:
     node_df = pl.DataFrame({"name": nodes.names, "type": nodes.type_names})
     kg = KG(schema, node_df, edges)
     planted = Planted(
-        tuple(t.key for t in vocab.TOPICS), nodes.topics, nodes.hub, nodes.weight, channel[order].astype(np.int8)
+        tuple(t.key for t in vocab.TOPICS), nodes.topics, nodes.niches, nodes.hub, nodes.weight,
+        channel[order].astype(np.int8),
     )
     return kg, planted
 
@@ -226,6 +241,7 @@ class _Nodes:
     names: list[str]
     type_names: list[str]
     topics: np.ndarray  # (N, T) bool
+    niches: np.ndarray  # (N, T * niches) bool
     hub: np.ndarray
     weight: np.ndarray  # popularity
     by_type: dict[str, "_Pools"]
@@ -323,7 +339,7 @@ def _nodes(schema: Schema, cfg: Mapping, scale: float, s: Structure, rng: np.ran
         )
     primary = np.array([rows_topics[src][0] if rows_topics[src] else -1 for src in perm])
     primary_niche = np.where(primary >= 0, primary * s.niches + niche_arr, -1)
-    return _Nodes(names, type_names, topics, hub_arr, w_arr, by_type, primary, primary_niche)
+    return _Nodes(names, type_names, topics, niches, hub_arr, w_arr, by_type, primary, primary_niche)
 
 
 def _draw(ids: np.ndarray, cum: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
