@@ -102,16 +102,19 @@ def load(data: str, workdir: Path, graph_seed: int = 0, scale: float = 1.0):
 
 def scores_of(method: str, split, seed: int, args, planted=None) -> tuple[np.ndarray, np.ndarray, float]:
     """(val scores, test scores, seconds) of a backbone (cached), of TSH, or of TSH + planted."""
-    if method in ("tsh", PLANTED):
+    if method == PLANTED:
+        return planted_scores(split, planted, tsh_config())
+    if method == "tsh":
         from hygrail.baselines.tsh import tsh_scores
 
-        cfg = OmegaConf.to_container(OmegaConf.load(CONF / "method/tsh.yaml"))
-        if method == PLANTED:
-            return planted_scores(split, planted, cfg)
-        r = tsh_scores(split, cfg)
+        r = tsh_scores(split, tsh_config())
         return r.val, r.test, r.seconds
     s = triage_scores(split, backbone_cfg(method, args.epochs), seed, args.cache, progress=True)
     return s.val, s.test, s.fit_seconds
+
+
+def tsh_config() -> dict:
+    return OmegaConf.to_container(OmegaConf.load(CONF / "method/tsh.yaml"))
 
 
 def planted_scores(split, planted, cfg: dict) -> tuple[np.ndarray, np.ndarray, float]:
@@ -140,8 +143,9 @@ def oracle_f1(routed: np.ndarray, y_test: np.ndarray) -> float:
 
 def quality(data: str, kgs: dict, relations: list[str], methods: list[str], args) -> dict:
     """Per relation, graph and seed: every method's figures; then ``summary``. ``kgs``: graph seed ->
-    (KG, planted structure or None). A replicate is a (graph seed, split seed) pair; only other graph seeds give other test
-    positives (the split seed redraws negatives, training and head folds, not the positives)."""
+    (KG, planted structure or None). A replicate is a (graph seed, split seed) pair; only other
+    graph seeds give other test positives (the split seed redraws negatives, training and head
+    folds, not the positives)."""
     routing = {name: OmegaConf.to_container(OmegaConf.load(CONF / f"routing/{name}.yaml")) for name in ("default", "auto")}
     print(f"\n== {data}: " + "; ".join(f"graph seed {g}: {kg}" for g, (kg, _) in kgs.items()))
     print(f"{'relation':<9}{'graph':>6}{'seed':>5} {'method':<17}{'valAP':>6}{'testAUC':>8}{'AP':>7}{'F1':>7}{'F1h':>7}{'F1*':>7}{'fit s':>7}"

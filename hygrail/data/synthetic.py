@@ -109,10 +109,11 @@ class Planted:
         """(n, 6) float: what the topic and bridge channels draw pairs by (``PAIR_STRUCTURE``):
         a shared topic, how many, a shared niche, a topic of u related to one of v, and whether
         either end has no topic. bench_triage.py's tsh+planted row adds them to TSH's descriptors."""
-        tu, tv = self.topics[np.asarray(u)], self.topics[np.asarray(v)]
+        u, v = np.asarray(u), np.asarray(v)
+        tu, tv = self.topics[u], self.topics[v]
         shared = (tu & tv).sum(axis=1)
         related = ((tu.astype(float) @ _related()) * tv).sum(axis=1) > 0
-        niche = (self.niches[np.asarray(u)] & self.niches[np.asarray(v)]).any(axis=1)
+        niche = (self.niches[u] & self.niches[v]).any(axis=1)
         return np.c_[shared > 0, shared, niche, related, ~tu.any(axis=1), ~tv.any(axis=1)].astype(float)
 
 
