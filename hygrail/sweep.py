@@ -34,6 +34,18 @@ log = logging.getLogger("hygrail.sweep")
 STATUS_FILE = "cell.json"
 
 
+def check_data(cfg: DictConfig) -> None:
+    """``data.schema=mybio`` (Hydra's key=value) replaces the schema with the string "mybio"; the
+    schema file is chosen with the group syntax ``data/schema=mybio``. Said in one line here, before
+    the loader would fail on the string with a TypeError."""
+    schema = cfg.data.get("schema")
+    if not isinstance(schema, DictConfig):
+        name = schema if isinstance(schema, str) and schema else "<name>"
+        raise DataError(f"data.schema={schema} is not a schema: key=value sets a string; select the file "
+                        f"data/schema/{name}.yaml with data/schema={name} (in conf/ or under --config-dir), or "
+                        f"use the data config python -m hygrail.data.init writes (data=<name>)")
+
+
 def stats(cfg: DictConfig) -> dict:
     from hygrail.data import load_kg
     from hygrail.data.stats import format_tables, kg_stats, split_stats
@@ -44,7 +56,7 @@ def stats(cfg: DictConfig) -> dict:
     if cfg.format == "json":
         print(json.dumps(figures | {"splits": splits}, indent=2))
     else:
-        print(format_tables(figures, splits))
+        print(format_tables(figures, splits, other_edges=cfg.data.schema.get("stats_other_edges", "each")))
     return {"status": "finished"}
 
 
@@ -137,6 +149,7 @@ def main(cfg: DictConfig):
         sys.exit(f"error: task={cfg.task!r}; expected one of {sorted(TASKS)}")
     multirun = HydraConfig.get().mode == RunMode.MULTIRUN
     try:
+        check_data(cfg)
         outcome = task(cfg)
     except Exception as e:
         from hygrail.tracking import one_line

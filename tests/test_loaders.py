@@ -85,16 +85,16 @@ def test_matkg_merges_duplicates_and_disagreeing_directions(tmp_path, matkg_sche
     path = write(tmp_path / "SUBRELOBJ.csv", "Subject,Object,Rel,Count\n"
                  "Graphene,Conductivity,CHM-PRO,120\n"
                  "Conductivity,Graphene,PRO-CHM,120\n"
-                 "Graphene,Conductivity,CHM-PRO,120\n"  # exact duplicate: data row 3
-                 "Silicon,Hardness,CHM-PRO,40\n"  # data row 4
-                 "Hardness,Silicon,PRO-CHM,55\n"  # data row 5: the other direction disagrees
+                 "Graphene,Conductivity,CHM-PRO,120\n"  # exact duplicate: line 4
+                 "Silicon,Hardness,CHM-PRO,40\n"  # line 5
+                 "Hardness,Silicon,PRO-CHM,55\n"  # line 6: the other direction disagrees
                  "Alumina,Hardness,CHM-PRO,31\n")  # one direction only: kept, noted at INFO  # fmt: skip
     caplog.set_level(logging.INFO, logger="hygrail.data")
     kg = load_matkg(path, matkg_schema)
     assert sorted(c for c in kg.edges["count"]) == [31, 55, 120]
     messages = [r.getMessage() for r in caplog.records if r.name == "hygrail.data"]
     assert any("merged 1 duplicate row(s) into 1 edge(s)" in m for m in messages)
-    assert any("1 pair(s) have rows with different Count; kept the max" in m and "data rows 4 and 5" in m for m in messages)
+    assert any("1 pair(s) have rows with different Count; kept the max" in m and "lines 5 and 6" in m for m in messages)
     assert any("1 pair(s) appear in one direction only" in m for m in messages)
 
 
@@ -140,7 +140,7 @@ def test_csv_accepts_bom_crlf_and_blank_lines(tmp_path, matkg_schema):
     # What spreadsheet exports look like; the blank line still counts in the row numbering.
     nodes = write(tmp_path / "nodes.csv", "\ufeffid,name,type\r\n1,A,CHM\r\n\r\n2,B,PRO\r\n\r\n")
     edges = write(tmp_path / "edges.csv", "src,dst,type,count\r\n1,2,CHM-PRO,3\r\n\r\n1,2,CHM-PRO,x\r\n")
-    with pytest.raises(DataError, match=r"edges.csv: data row 3: count 'x' is not an integer"):
+    with pytest.raises(DataError, match=r"edges.csv: line 4: count 'x' is not an integer"):
         load_csv(nodes, edges, matkg_schema)
     write(edges, "src,dst,type,count\r\n1,2,CHM-PRO,3\r\n\r\n")
     kg = load_csv(nodes, edges, matkg_schema)
@@ -178,19 +178,19 @@ MATKG_BAD = {
     "missing column": ("Subject,Object,Rel\nA,B,CHM-PRO\n",
                        "SUBRELOBJ.csv: line 1 (header): missing column(s) Count; expected columns Subject,Object,Rel,Count"),
     "unknown type": (SRO_HEADER + GOOD_ROW + "Graphene,Oxford,CHM-ORG,40\n",
-                     "SUBRELOBJ.csv: data row 2: Rel 'CHM-ORG' is not <type>-<type>; expected two of CHM,PRO,APL,SMT,DSC,CMT,SPL"),
-    "malformed Rel": (SRO_HEADER + "Graphene,Conductivity,CHMPRO,40\n", "data row 1: Rel 'CHMPRO' is not <type>-<type>"),
+                     "SUBRELOBJ.csv: line 3: Rel 'CHM-ORG' is not <type>-<type>; expected two of CHM,PRO,APL,SMT,DSC,CMT,SPL"),
+    "malformed Rel": (SRO_HEADER + "Graphene,Conductivity,CHMPRO,40\n", "line 2: Rel 'CHMPRO' is not <type>-<type>"),
     "non-integer count": (SRO_HEADER + GOOD_ROW * 2 + "A,B,CHM-PRO,3.5\n",
-                          "SUBRELOBJ.csv: data row 3: Count '3.5' is not an integer; expected an integer count >= 1"),
-    "empty count": (SRO_HEADER + "A,B,CHM-PRO,\n", "data row 1: Count '' is not an integer; expected an integer count >= 1"),
-    "zero count": (SRO_HEADER + GOOD_ROW + "A,B,CHM-PRO,0\n", "data row 2: Count 0 is not positive; expected an integer count >= 1"),
-    "negative count": (SRO_HEADER + "A,B,CHM-PRO,-4\n", "data row 1: Count -4 is not positive"),
+                          "SUBRELOBJ.csv: line 4: Count '3.5' is not an integer; expected an integer count >= 1"),
+    "empty count": (SRO_HEADER + "A,B,CHM-PRO,\n", "line 2: Count '' is not an integer; expected an integer count >= 1"),
+    "zero count": (SRO_HEADER + GOOD_ROW + "A,B,CHM-PRO,0\n", "line 3: Count 0 is not positive; expected an integer count >= 1"),
+    "negative count": (SRO_HEADER + "A,B,CHM-PRO,-4\n", "line 2: Count -4 is not positive"),
     "self loop": (SRO_HEADER + GOOD_ROW + "Graphene,Graphene,CHM-CHM,50\n",
-                  "data row 2: self loop: Subject and Object are the same CHM entity 'Graphene'; expected two different entities"),
-    "empty name": (SRO_HEADER + ",Conductivity,CHM-PRO,40\n", "data row 1: empty Subject; expected an entity name"),
-    "extra field": (SRO_HEADER + GOOD_ROW + "A,B,CHM-PRO,4,5\n", "SUBRELOBJ.csv: data row 2: 5 fields; expected 4 like the header"),
+                  "line 3: self loop: Subject and Object are the same CHM entity 'Graphene'; expected two different entities"),
+    "empty name": (SRO_HEADER + ",Conductivity,CHM-PRO,40\n", "line 2: empty Subject; expected an entity name"),
+    "extra field": (SRO_HEADER + GOOD_ROW + "A,B,CHM-PRO,4,5\n", "SUBRELOBJ.csv: line 3: 5 field(s); expected 4 like the header Subject,Object,Rel,Count"),
     "bad encoding": (SRO_HEADER.encode() + GOOD_ROW.encode() * 2 + b"Graph\xe8ne,Conductivity,CHM-PRO,40\n",
-                     "SUBRELOBJ.csv: data row 3: invalid UTF-8 bytes; expected a UTF-8 encoded file"),
+                     "SUBRELOBJ.csv: line 4: invalid UTF-8 bytes; expected a UTF-8 encoded file"),
 }  # fmt: skip
 
 
@@ -216,7 +216,7 @@ MENTION_HEADER = "Entity,Part_of_text,NER_Tag,DOI,Preferred_Entity,Year\n"
         ("Entity,NER_Tag,DOI,Preferred_Entity\n", "line 1 (header): missing column(s) Year"),
         # Row 1 is an entity that is not a node, so its Year is never read; row 2 is Graphene's.
         (MENTION_HEADER + "x,Abs,CHM,10.1/a,Unobtainium,soon\ngraphene,Abs,CHM,10.1/a,Graphene,20l5\n",
-         "ENTPTNERDOI.csv: data row 2: Year '20l5' is not a year; expected an integer publication year"),
+         "ENTPTNERDOI.csv: line 3: Year '20l5' is not a year; expected an integer publication year"),
     ],
 )  # fmt: skip
 def test_matkg_bad_mentions(tmp_path, matkg_schema, text, expected):
@@ -239,28 +239,28 @@ CSV_BAD = {
     "nodes header only": ("nodes", "id,name,type\n", "line 2: no data rows after the header; expected at least one node"),
     "nodes missing column": ("nodes", "id,name\n1,A\n", "line 1 (header): missing column(s) type; expected columns id,name,type"),
     "unknown node type": ("nodes", NODES + "x9,Oxford,ORG\n",
-                          "data row 4: unknown node type 'ORG'; expected one of CHM,PRO,APL,SMT,DSC,CMT,SPL"),
+                          "line 5: unknown node type 'ORG'; expected one of CHM,PRO,APL,SMT,DSC,CMT,SPL"),
     "duplicate node": ("nodes", NODES + "m2,Graphene,CHM\n",
-                       "data row 4: duplicate node (type, name) type='CHM', name='Graphene', first at data row 1; "
+                       "line 5: duplicate node (type, name) type='CHM', name='Graphene', first at line 2; "
                        "expected each node (type, name) once"),
-    "duplicate id": ("nodes", NODES + "m1,Silicon,CHM\n", "data row 4: duplicate id id='m1', first at data row 1"),
-    "nodes bad encoding": ("nodes", NODES.encode() + b"c1,Caf\xe9,CHM\n", "data row 4: invalid UTF-8 bytes; expected a UTF-8"),
+    "duplicate id": ("nodes", NODES + "m1,Silicon,CHM\n", "line 5: duplicate id id='m1', first at line 2"),
+    "nodes bad encoding": ("nodes", NODES.encode() + b"c1,Caf\xe9,CHM\n", "line 5: invalid UTF-8 bytes; expected a UTF-8"),
     "edges missing": ("edges", None, "file not found; expected a CSV file with columns src,dst,type,count"),
     "edges empty": ("edges", "", "line 1: empty file; expected a header line src,dst,type,count"),
     "edges missing column": ("edges", "src,dst,type\nm1,p1,CHM-PRO\n", "line 1 (header): missing column(s) count"),
     "unknown node": ("edges", EDGES_HEADER + GOOD_EDGE + "m1,p9,CHM-PRO,40,\n",
-                     "data row 2: dst 'p9' is not an id in nodes.csv; expected a node id"),
-    "self loop": ("edges", EDGES_HEADER + "m1,m1,CHM-CHM,40,\n", "data row 1: self loop on node 'm1'; expected two different nodes"),
+                     "line 3: dst 'p9' is not an id in nodes.csv; expected a node id"),
+    "self loop": ("edges", EDGES_HEADER + "m1,m1,CHM-CHM,40,\n", "line 2: self loop on node 'm1'; expected two different nodes"),
     "type mismatch": ("edges", EDGES_HEADER + GOOD_EDGE + "p1,a1,CHM-APL,40,\n",
-                      "data row 2: edge type 'CHM-APL' does not match the node types PRO (src) and APL (dst); "
+                      "line 3: edge type 'CHM-APL' does not match the node types PRO (src) and APL (dst); "
                       "expected PRO-APL or APL-PRO"),
-    "unknown edge type": ("edges", EDGES_HEADER + "m1,p1,CHMPRO,40,\n", "data row 1: edge type 'CHMPRO' does not match"),
+    "unknown edge type": ("edges", EDGES_HEADER + "m1,p1,CHMPRO,40,\n", "line 2: edge type 'CHMPRO' does not match"),
     "non-integer count": ("edges", EDGES_HEADER + GOOD_EDGE + "m1,a1,CHM-APL,many,\n",
-                          "data row 2: count 'many' is not an integer; expected an integer count >= 1"),
-    "zero count": ("edges", EDGES_HEADER + "m1,a1,CHM-APL,0,\n", "data row 1: count 0 is not positive; expected an integer count >= 1"),
+                          "line 3: count 'many' is not an integer; expected an integer count >= 1"),
+    "zero count": ("edges", EDGES_HEADER + "m1,a1,CHM-APL,0,\n", "line 2: count 0 is not positive; expected an integer count >= 1"),
     "bad year": ("edges", EDGES_HEADER + "m1,a1,CHM-APL,3,2019.5\n",
-                 "data row 1: year '2019.5' is not a year; expected an integer >= 0, or empty / -1 for unknown"),
-    "edges bad encoding": ("edges", EDGES_HEADER.encode() + b"m1,p1,CHM-PRO,4,\xff\xfe\n", "data row 1: invalid UTF-8 bytes"),
+                 "line 2: year '2019.5' is not a year; expected an integer >= 0, or empty / -1 for unknown"),
+    "edges bad encoding": ("edges", EDGES_HEADER.encode() + b"m1,p1,CHM-PRO,4,\xff\xfe\n", "line 2: invalid UTF-8 bytes"),
 }  # fmt: skip
 
 

@@ -39,6 +39,7 @@ from hygrail.data.csv import (
     ROW,
     collect,
     count_checks,
+    editor_lines,
     empty,
     raise_first_problem,
     report_merged,
@@ -154,9 +155,9 @@ def _report(path: Path, pairs: pl.DataFrame, types: list[str]) -> None:
         ex = disagree.row(0, named=True)
         log.warning(
             "%s: %d pair(s) have rows with different Count; kept the max (e.g. %s '%s' - %s '%s': Count %d..%d, "
-            "data rows %d and %d)",
+            "lines %d and %d)",
             path, disagree.height, types[ex["ia"]], ex["a"], types[ex["ib"]], ex["b"], ex["cmin"], ex["count"],
-            ex["r1"], ex["r2"],
+            *editor_lines(path, [ex["r1"], ex["r2"]]),
         )  # fmt: skip
     one_way = pairs.filter((pl.col("nfwd") == 0) | (pl.col("nfwd") == pl.col("n"))).height
     if one_way:
