@@ -21,6 +21,15 @@ def data_config(name: str = "matkg_synthetic", **overrides) -> dict:
     return cfg | overrides
 
 
+def data_path(path: str) -> Path:
+    """``data.path``: a relative one is taken from the working directory, or else from the repository
+    root when it exists only there (``../shared`` beside the repository, whatever the cwd)."""
+    p = Path(path)
+    if p.is_absolute() or p.exists() or not (CONF.parent / p).exists():
+        return p
+    return CONF.parent / p
+
+
 def load_kg(cfg: Mapping) -> KG:
     """Build the KG a ``conf/data/*.yaml`` describes (then an optional type-preserving subgraph)."""
     schema = Schema.from_config(cfg["schema"])
@@ -40,8 +49,16 @@ def load_kg(cfg: Mapping) -> KG:
 
         root = Path(cfg["path"])
         kg = load_csv(root / cfg["nodes"], root / cfg["edges"], schema)
+    elif loader == "hpo":
+        from hygrail.data.hpo import hpo_folder, load_hpo
+
+        kg = load_hpo(hpo_folder(None if cfg.get("path") is None else data_path(cfg["path"])), schema)
+    elif loader == "synthesis_recipes":
+        from hygrail.data.recipes import load_recipes
+
+        kg = load_recipes(data_path(cfg["path"]), schema)
     else:
-        raise DataError(f"data.loader={loader!r}; expected one of synthetic, matkg, csv")
+        raise DataError(f"data.loader={loader!r}; expected one of synthetic, matkg, csv, hpo, synthesis_recipes")
     if cfg.get("subgraph_nodes"):
         from hygrail.data.subgraph import sample_subgraph
 

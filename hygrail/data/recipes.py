@@ -1,0 +1,225 @@
+"""Text-mined solid-state synthesis recipes -> KG (issue #27): targets, precursors, operations, elements.
+
+Source: the solid-state dataset of Kononova et al., "Text-mined dataset of inorganic materials
+synthesis recipes", Scientific Data 6, 203 (2019) (CederGroupHub/text-mined-synthesis_public,
+release 2019-12-03: 30,031 recipes from 23,268 papers), read where ``data.path`` points (never
+copied into the repository). Any file of that JSON format is read: ``{"reactions": [...]}``,
+plain ``.json`` or xz-compressed (recognised by its magic bytes, whatever the name).
+
+Nodes, by name: Target and Precursor are ``material_formula``s (one material may be both, as two
+nodes); Element a chemical element symbol; Operation an operation ``type`` in words ("heating" for
+``HeatingOperation``, "liquid grinding" for ``LiquidGrinding``). Element symbols come from
+``composition[].elements``; a variable there (``M``, ``RE``, ``Ln`` ...) stands for the elements
+``elements_vars`` lists for it, and anything else that is not one of the 118 element symbols is
+dropped.
+
+Edges (undirected), each supported by recipes: Target-Precursor (the dated target relation: "X
+can be synthesized from precursor P"), Target-Operation, Target-Element (the target's
+composition) and Precursor-Element (the precursor's). Count = the number of recipes supporting the
+edge; year = the earliest DOI year among them (``NO_YEAR`` when none can be dated). Element edges
+are dated the same way, i.e. by the first recipe mentioning the material: a composition is known
+before any synthesis, but an undated edge would be masked out by ``KG.until``, so a retrospective
+graph would lose every composition; dated by first mention, a graph cut at a year holds the
+compositions of exactly the materials recorded by then.
+
+Years from DOIs (``doi_years``): the dataset has no date field, but these publishers put one in
+the DOI (sanity bounds 1990-2020; outside them, undated):
+- Elsevier ``10.1016/j.<journal>.<yyyy>.`` and PII-style ``10.1016/S<issn>(<yy>)``;
+- Wiley ``10.1002/<code>.<yyyy><5+ digits>`` and SICI-style ``10.1002/<issn>(<yyyymm>)``;
+- Blackwell ``10.1111/j.<issn>.<yyyy>.``;
+- Springer-style ``10.<registrant>/s<journal>-0<yy>-`` (Springer 10.1007, also RILEM 10.1617 and
+  Nature's ``s41598-017-...``);
+- RSC ``10.1039/<letter><digit>``: the manuscript id's letter is the decade (a 1990s, b 2000s,
+  c 2010s, d 2020s) and the digit the year in it (``C4DT02335H``: 2014); the id is given at
+  submission, so the year is the publication year or the one before.
+ACS (``10.1021``), APS (``10.1103``), ECS (``10.1149``) and older Nature DOIs are left undated. On
+the 2019-12-03 release this dates 26,250 of the 30,031 recipes (1996-2018).
+
+Known limits (Sun & David, Faraday Discussions 2024): text-mining errors, uneven coverage, a bias
+toward common precursors.
+
+Errors: a missing file, a file that is not xz / JSON (the editor line and column of a JSON
+error), and the first malformed recipe (``record N``: the N-th entry of ``reactions``, 1-based)
+are one-line ``DataError``s.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import lzma
+from pathlib import Path
+
+import polars as pl
+
+from hygrail.kg import KG, NO_YEAR, DataError, Schema
+
+log = logging.getLogger("hygrail.data")
+
+TARGET, PRECURSOR, OPERATION, ELEMENT = "Target", "Precursor", "Operation", "Element"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+YEARS = (1990, 2020)
+ELEMENTS = frozenset(
+    "H He Li Be B C N O F Ne Na Mg Al Si P S Cl Ar K Ca Sc Ti V Cr Mn Fe Co Ni Cu Zn Ga Ge As Se Br Kr Rb Sr Y "
+    "Zr Nb Mo Tc Ru Rh Pd Ag Cd In Sn Sb Te I Xe Cs Ba La Ce Pr Nd Pm Sm Eu Gd Tb Dy Ho Er Tm Yb Lu Hf Ta W Re "
+    "Os Ir Pt Au Hg Tl Pb Bi Po At Rn Fr Ra Ac Th Pa U Np Pu Am Cm Bk Cf Es Fm Md No Lr Rf Db Sg Bh Hs Mt Ds Rg "
+    "Cn Nh Fl Mc Lv Ts Og".split()
+)
+# (pattern on the lower-cased DOI, how its group becomes a year): "yyyy", "yy" (90-99 -> 19yy), "20yy", "rsc"
+DOI_YEARS = (
+    (r"^10\.1016/j\.[a-z0-9]+\.(\d{4})\.", "yyyy"),
+    (r"^10\.1016/s\d{4}-\d{3}[\dx]\((\d{2})\)", "yy"),
+    (r"^10\.1002/[a-z]+\.(\d{4})\d{5}", "yyyy"),
+    (r"^10\.1002/\d{4}-\d{3}[\dx]\((\d{4})\d{2}\)", "yyyy"),
+    (r"^10\.1111/j\.\d{4}-\d{3}[\dx]\.(\d{4})\.", "yyyy"),
+    (r"^10\.\d{4,5}/s\d{5}-0(\d{2})-", "20yy"),
+    (r"^10\.1039/([a-d]\d)", "rsc"),
+)
+
+
+def doi_years(dois: pl.Series) -> pl.Series:
+    """Publication year encoded in each DOI (module docstring), NO_YEAR where none is."""
+    doi = pl.col("doi").str.to_lowercase().str.strip_chars()
+    years = []
+    for pattern, kind in DOI_YEARS:
+        g = doi.str.extract(pattern, 1)
+        if kind == "yyyy":
+            years.append(g.cast(pl.Int32))
+        elif kind == "rsc":
+            decade = g.str.slice(0, 1).replace_strict({"a": 1990, "b": 2000, "c": 2010, "d": 2020}, default=None)
+            years.append(decade.cast(pl.Int32) + g.str.slice(1, 1).cast(pl.Int32))
+        else:
+            yy = g.cast(pl.Int32)
+            years.append(yy + (2000 if kind == "20yy" else pl.when(yy >= 90).then(1900).otherwise(2000)))
+    year = pl.coalesce(years)
+    sane = year.is_between(*YEARS)
+    return pl.DataFrame({"doi": dois.cast(pl.String)}).select(
+        pl.when(sane).then(year).otherwise(NO_YEAR).cast(pl.Int32).alias("year")
+    )["year"]
+
+
+def load_recipes(path: Path, schema: Schema) -> KG:
+    path = Path(path)
+    missing = [t for t in (TARGET, PRECURSOR, OPERATION, ELEMENT) if t not in schema.node_types]
+    if missing:
+        raise DataError(f"data.schema: loader synthesis_recipes needs node types {TARGET}, {PRECURSOR}, "
+                        f"{OPERATION}, {ELEMENT}; missing {', '.join(missing)}")  # fmt: skip
+    if not path.is_file():
+        raise DataError(f"{path}: file not found; put the solid-state dataset (solid-state_dataset_2019-12-03.json.xz "
+                        "of CederGroupHub/text-mined-synthesis_public) there or point data.path at it")  # fmt: skip
+    recipes = _read_json(path)
+    rows: dict[tuple[str, str], list[tuple[int, str, str]]] = {
+        (TARGET, PRECURSOR): [], (TARGET, OPERATION): [], (TARGET, ELEMENT): [], (PRECURSOR, ELEMENT): [],
+    }  # fmt: skip
+    dois = []
+    for i, r in enumerate(recipes, start=1):
+        if not isinstance(r, dict):
+            raise DataError(f"{path}: record {i}: a {type(r).__name__}; expected a recipe object")
+        target = _formula(r.get("target"), path, i, "target")
+        doi = r.get("doi")
+        dois.append(doi if isinstance(doi, str) else "")
+        for e in _elements(r["target"], path, i, "target"):
+            rows[TARGET, ELEMENT].append((i, target, e))
+        for k, p in enumerate(_list(r, "precursors", path, i), start=1):
+            precursor = _formula(p, path, i, f"precursors[{k}]")
+            rows[TARGET, PRECURSOR].append((i, target, precursor))
+            for e in _elements(p, path, i, f"precursors[{k}]"):
+                rows[PRECURSOR, ELEMENT].append((i, precursor, e))
+        for k, op in enumerate(_list(r, "operations", path, i), start=1):
+            kind = op.get("type") if isinstance(op, dict) else None
+            if not isinstance(kind, str) or not kind.strip():
+                raise DataError(f"{path}: record {i}: operations[{k}] has no type; expected e.g. HeatingOperation")
+            rows[TARGET, OPERATION].append((i, target, kind.strip()))
+    if not dois:
+        raise DataError(f"{path}: reactions is empty; expected at least one recipe")
+
+    year = pl.DataFrame({"recipe": range(1, len(dois) + 1), "year": doi_years(pl.Series(dois, dtype=pl.String))})
+    pairs = {
+        key: pl.DataFrame(r, schema={"recipe": pl.Int64, "a": pl.String, "b": pl.String}, orient="row").unique()
+        for key, r in rows.items()
+    }  # fmt: skip
+    pairs[TARGET, OPERATION] = pairs[TARGET, OPERATION].with_columns(_operation_name("b")).unique()
+    names = {TARGET: [], PRECURSOR: [], OPERATION: [], ELEMENT: []}
+    for (ta, tb), df in pairs.items():
+        names[ta].append(df["a"])
+        names[tb].append(df["b"])
+    nodes = (
+        pl.concat([pl.DataFrame({"name": pl.concat(s).unique(), "type": t}) for t, s in names.items()])
+        .sort(pl.col("type").replace_strict({t: i for i, t in enumerate(schema.node_types)}), "name")
+        .with_row_index("node")
+        .with_columns(pl.col("node").cast(pl.Int64))
+    )
+    edges = []
+    for (ta, tb), df in pairs.items():
+        ids = nodes.filter(pl.col("type") == ta).select(pl.col("name").alias("a"), pl.col("node").alias("u"))
+        idb = nodes.filter(pl.col("type") == tb).select(pl.col("name").alias("b"), pl.col("node").alias("v"))
+        edges.append(
+            df.join(ids, on="a").join(idb, on="b").join(year, on="recipe")
+            .group_by(pl.min_horizontal("u", "v").alias("u"), pl.max_horizontal("u", "v").alias("v"))
+            .agg(pl.len().cast(pl.Int64).alias("count"),
+                 pl.col("year").filter(pl.col("year") != NO_YEAR).min().fill_null(NO_YEAR).alias("year"))
+            .select("u", "v", pl.lit(schema.edge_type(ta, tb)).alias("type"), "count", "year")
+        )  # fmt: skip
+    edges = pl.concat(edges).sort("u", "v")
+    log.info("%s: %d recipes (%d with a DOI year), %d nodes, %d edges", path, len(dois),
+             int((year["year"] != NO_YEAR).sum()), nodes.height, edges.height)  # fmt: skip
+    return KG(schema, nodes.select("name", "type"), edges)
+
+
+def _read_json(path: Path) -> list:
+    """The ``reactions`` list of a .json or .json.xz file."""
+    with open(path, "rb") as f:
+        xz = f.read(len(XZ_MAGIC)) == XZ_MAGIC
+    try:
+        with (lzma.open(path, "rt", encoding="utf-8") if xz else open(path, encoding="utf-8")) as f:
+            data = json.load(f)
+    except (lzma.LZMAError, EOFError) as e:
+        raise DataError(f"{path}: not a readable .xz file ({e}); expected an xz-compressed JSON file") from None
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: invalid UTF-8 bytes; expected a UTF-8 encoded JSON file") from None
+    except json.JSONDecodeError as e:
+        where = "the decompressed text, " if xz else ""
+        raise DataError(f"{path}: {where}line {e.lineno} column {e.colno}: invalid JSON ({e.msg})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("reactions"), list):
+        raise DataError(f'{path}: no "reactions" list at the top level; expected {{"reactions": [recipe, ...]}}')
+    return data["reactions"]
+
+
+def _formula(material, path: Path, i: int, where: str) -> str:
+    formula = material.get("material_formula") if isinstance(material, dict) else None
+    if not isinstance(formula, str) or not formula.strip():
+        raise DataError(f"{path}: record {i}: {where} has no material_formula; expected a material with a formula")
+    return formula.strip()
+
+
+def _list(recipe: dict, key: str, path: Path, i: int) -> list:
+    value = recipe.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise DataError(f"{path}: record {i}: {key} is a {type(value).__name__}; expected a list")
+    return value
+
+
+def _elements(material: dict, path: Path, i: int, where: str) -> set[str]:
+    """Element symbols of a material's composition, variables replaced by the elements they stand for."""
+    variables = material.get("elements_vars")
+    variables = variables if isinstance(variables, dict) else {}
+    out = set()
+    for c in material.get("composition") or []:
+        elements = c.get("elements") if isinstance(c, dict) else None
+        if not isinstance(elements, dict):
+            raise DataError(f"{path}: record {i}: {where}.composition entry has no elements object; "
+                            "expected {\"elements\": {symbol: amount}}")  # fmt: skip
+        for symbol in elements:
+            values = variables.get(symbol)
+            out.update(e for e in (values if isinstance(values, list) and values else [symbol]) if e in ELEMENTS)
+    return out
+
+
+def _operation_name(col: str) -> pl.Expr:
+    """``HeatingOperation`` -> "heating", ``LiquidGrinding`` -> "liquid grinding"."""
+    return (
+        pl.col(col).str.replace(r"(.)Operation$", "${1}").str.replace_all(r"([a-z])([A-Z])", "${1} ${2}").str.to_lowercase()
+        .alias(col)
+    )  # fmt: skip
