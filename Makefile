@@ -98,10 +98,15 @@ ablation-sides: $(VENV)/.installed ## paper §5.3 / Fig. 4: two-sided vs one-sid
 ablation-purity: $(VENV)/.installed ## F1 vs LLM call rate across routing purities (m, n) with HGT
 	$(PYTHON) -m hygrail.sweep -m experiment=ablation_purity
 
-ablation-triage: $(VENV)/.installed ## triage options: the paper backbones beside the *_plus ones and TSH, GNN-only, routing=auto, both threshold rules (7 relations), then Table 2
-	$(PYTHON) -m hygrail.sweep -m experiment=triage_options
-	$(PYTHON) -m hygrail.sweep -m experiment=triage_options_tsh
-	$(PYTHON) -m hygrail.report --experiment triage_options --out $(OUT)/report/triage_options
+# make ablation-triage DATA=<data config>: another KG, in its own MLflow experiment and report folder
+# (triage_options_<DATA>); the default is the synthetic MatKG in triage_options.
+TRIAGE_EXP := triage_options$(if $(filter-out matkg_synthetic,$(DATA)),_$(DATA))
+TRIAGE := data=$(or $(DATA),matkg_synthetic) tracking.experiment=$(TRIAGE_EXP)
+ablation-triage: $(VENV)/.installed ## triage options: the paper backbones beside the *_plus ones, TSH and the structural baselines, GNN-only, routing=auto, both threshold rules (7 relations), then Table 2 and the AUC/AP table (DATA=matkg_synthetic)
+	$(PYTHON) -m hygrail.sweep -m experiment=triage_options $(TRIAGE)
+	$(PYTHON) -m hygrail.sweep -m experiment=triage_options_tsh $(TRIAGE)
+	$(PYTHON) -m hygrail.sweep -m experiment=triage_options_structural $(TRIAGE)
+	$(PYTHON) -m hygrail.report --experiment $(TRIAGE_EXP) --out $(OUT)/report/$(TRIAGE_EXP)
 
 ablation-evidence: $(VENV)/.installed ## evidence strategies: HyKGE, ARIA, Graph2Idea beside NE/Auto/LLM (7 relations, HGT, Qwen3-4B), then their table
 	$(PYTHON) -m hygrail.sweep -m experiment=evidence_strategies

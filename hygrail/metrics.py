@@ -1,12 +1,13 @@
 """Paper §4 "Metrics": precision, recall and F1 of the positive class on test, from confusion
-counts; and which part of HyGRAIL changed which decision (``attribution``). The LLM call rate
-(share of test hypotheses routed to the LLM) is a count of routes, computed where routing happens
-(``hygrail.pipeline``)."""
+counts; the threshold-free ranking quality of a score (``ranking``: ROC-AUC and average precision,
+the figures real-data link-prediction studies report, e.g. Science4Cast's AUC); and which part of
+HyGRAIL changed which decision (``attribution``). The LLM call rate (share of test hypotheses
+routed to the LLM) is a count of routes, computed where routing happens (``hygrail.pipeline``)."""
 
 from __future__ import annotations
 
 import numpy as np
-from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
+from sklearn.metrics import average_precision_score, confusion_matrix, precision_recall_fscore_support, roc_auc_score
 
 # Where a HyGRAIL decision came from: below a*, above b*, the LLM, or routed past the review budget.
 REGIONS = ("auto_reject", "auto_accept", "reviewed", "over_budget")
@@ -27,6 +28,15 @@ def prf(labels: np.ndarray, pred: np.ndarray, prefix: str = "") -> dict[str, flo
         f"{prefix}fn": float(fn),
         f"{prefix}n": float(len(y)),
     }
+
+
+def ranking(labels: np.ndarray, scores: np.ndarray, prefix: str = "") -> dict[str, float]:
+    """ROC-AUC (``auc``) and average precision (``ap``, sklearn's step-wise area under the
+    precision-recall curve) of ``scores``; none when the labels hold one class (both undefined)."""
+    y, s = np.asarray(labels, dtype=int), np.asarray(scores, dtype=np.float64)
+    if len(np.unique(y)) < 2:
+        return {}
+    return {f"{prefix}auc": float(roc_auc_score(y, s)), f"{prefix}ap": float(average_precision_score(y, s))}
 
 
 def attribution(labels: np.ndarray, gnn: np.ndarray, final: np.ndarray, region: np.ndarray, prefix: str = "") -> dict[str, float]:

@@ -20,7 +20,7 @@ from hygrail.data import load_kg
 from hygrail.data.split import Split, split_from_config
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import KG, DataError
-from hygrail.metrics import attribution, prf
+from hygrail.metrics import attribution, prf, ranking
 from hygrail.review.stage import check_failures, choose_gamma, decide
 
 
@@ -89,16 +89,19 @@ def _labels(split: Split) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _thresholded(kg, split, s_val, s_test, threshold, prefix: str) -> tuple[dict, pl.DataFrame]:
-    """Metrics and predictions of a score model with a threshold fixed on validation."""
+    """Metrics and predictions of a score model with a threshold fixed on validation, and the
+    ranking quality of its scores (test_auc, test_ap, val_auc, val_ap under ``prefix``)."""
     y_val, y_test = _labels(split)
     p_val, p_test = (s_val >= threshold).astype(int), (s_test >= threshold).astype(int)
-    metrics = {f"{prefix}threshold": threshold, **prf(y_test, p_test, f"{prefix}test_"), **prf(y_val, p_val, f"{prefix}val_")}
+    metrics = {f"{prefix}threshold": threshold, **prf(y_test, p_test, f"{prefix}test_"), **prf(y_val, p_val, f"{prefix}val_"),
+               **ranking(y_test, s_test, f"{prefix}test_"), **ranking(y_val, s_val, f"{prefix}val_")}
     return metrics, _predictions(kg, split, s_val, s_test, p_val, p_test)
 
 
 def _method_metrics(metrics: dict, prefix: str) -> dict:
-    """A thresholded score model's own test metrics, under the method's names (test_f1, ...)."""
-    return {k.removeprefix(prefix): v for k, v in metrics.items() if k.startswith(f"{prefix}test_")}
+    """A thresholded score model's own test and validation metrics, under the method's names
+    (test_f1, test_auc, val_ap, ...)."""
+    return {k.removeprefix(prefix): v for k, v in metrics.items() if k.startswith((f"{prefix}test_", f"{prefix}val_"))}
 
 
 @dataclass
@@ -304,7 +307,21 @@ def run_tsh(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
     return CellResult(metrics, predictions.rename({"gnn_pred": "pred"}), gnn_threshold=res.threshold)
 
 
-METHODS = {"gnn_only": run_gnn_only, "hygrail": run_hygrail, "kgfm": run_kgfm, "tsh": run_tsh}
+def run_structural(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
+    """Structural baselines (hygrail/baselines/structural.py: PA, CN, AA, 3-paths, L3, degree prior):
+    a heuristic on the training graph, mapped to [0, 1] and thresholded on validation by
+    ``routing.threshold``'s rule, as TSH is."""
+    from hygrail.baselines.structural import structural_scores
+
+    res = structural_scores(split, _plain(cfg.method), cfg.routing.threshold)
+    metrics, predictions = _thresholded(kg, split, res.val, res.test, res.threshold, "structural_")
+    metrics |= _method_metrics(metrics, "structural_") | {"test_call_rate": 0.0, "val_call_rate": 0.0}
+    metrics |= {f"structural_weight_{k}": v for k, v in res.weights.items()} | {"structural_fit_seconds": res.seconds}
+    return CellResult(metrics, predictions.rename({"gnn_pred": "pred"}), gnn_threshold=res.threshold)
+
+
+METHODS = {"gnn_only": run_gnn_only, "hygrail": run_hygrail, "kgfm": run_kgfm, "tsh": run_tsh,
+           "structural": run_structural}
 
 
 def _combine(routed: np.ndarray, gnn: np.ndarray, picked: np.ndarray, llm: np.ndarray) -> np.ndarray:

@@ -1,8 +1,9 @@
 """Paper §5 tables and figures, regenerated from the MLflow store.
 
 ``python -m hygrail.report [--uri URI] [--experiment NAME ...] [--out DIR]`` writes Table 2
-(recall/F1 per method x LLM x backbone), Table 3 (call rate and reduction per backbone) as markdown
-and CSV, and with --figures Figs. 3-4 plus F1 vs call rate across (m, n) as PNG. With
+(recall/F1 per method x LLM x backbone), Table 3 (call rate and reduction per backbone), the
+ranking table (test ROC-AUC and average precision of every method that scores pairs: GNN-only,
+TSH, the structural baselines, with the lift over preferential attachment) as markdown and CSV, and with --figures Figs. 3-4 plus F1 vs call rate across (m, n) as PNG. With
 --strategies it writes the evidence-strategies table instead (one row per evidence mode, quality
 and cost per reviewed hypothesis, and F1 per evidence tier where a mode logs tiers). Fig. 2 (score
 distribution and band) is drawn by ``score_figure`` for every cell and logged as its artifact.
@@ -10,7 +11,8 @@ distribution and band) is drawn by ``score_figure`` for every cell and logged as
 Pooling: the paper's Table 3 average (45.64%) is the plain mean of its three backbone rows, so its
 numbers are means over cells; we therefore pool by macro-averaging per-relation test metrics
 (``pool=macro``, the default). ``pool=micro`` recomputes precision/recall/F1 from the summed test
-confusion counts of all relations instead. With several seeds, cells show mean ± std over seeds.
+confusion counts of all relations instead (AUC and AP are always macro: they do not add up over
+relations). With several seeds, cells show mean ± std over seeds.
 A cell pooled over fewer relations than the table holds is marked (5/7); a HyGRAIL row run under a
 review budget is marked ‡, one whose reviews were decided by the probability rule
 (``llm.decision=probability``: P(yes) >= γ, not the paper's yes ∧ confidence >= γ) is marked §. Two runs of one cell with different settings (say another data set or
@@ -29,6 +31,9 @@ matplotlib.use("Agg")  # figures are files; no display on servers
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
+
+from hygrail.baselines.structural import ROWS as STRUCTURAL_ROWS  # noqa: E402
+from hygrail.tracking import NO_LLM  # noqa: E402
 
 
 def score_figure(predictions: pl.DataFrame, band: tuple[float, float] | None, threshold: float | None):
@@ -86,7 +91,7 @@ def one_run_per_cell(runs: pl.DataFrame, latest: bool = False) -> pl.DataFrame:
     must be one run. Runs that differ in anything else (data, routing, budget, ...) are an error
     naming what differs, or with ``latest`` the newest of them is kept."""
     runs = runs.with_columns(  # GNN-only and TSH used no LLM, whatever their llm tag says
-        pl.when(pl.col("tag.method").is_in(["gnn_only", "tsh"])).then(pl.lit("–")).otherwise(pl.col("tag.llm")).alias("llm"))
+        pl.when(pl.col("tag.method").is_in(NO_LLM)).then(pl.lit("–")).otherwise(pl.col("tag.llm")).alias("llm"))
     dup = runs.filter(pl.len().over(CELL) > 1)
     if dup.height == 0:
         return runs
@@ -157,14 +162,16 @@ def hygrail_labels(runs: pl.DataFrame) -> list[str]:
 
 def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
     """Paper Table 2: rows method per backbone block, columns (Rec., F1) per LLM; a table of runs
-    without any LLM (GNN-only, TSH) has one (Rec., F1) pair."""
-    # GNN-only and TSH runs carry the default llm tag too, but no LLM was involved.
+    without any LLM (GNN-only, TSH, structural) has one (Rec., F1) pair."""
+    # GNN-only, TSH and structural runs carry the default llm tag too, but no LLM was involved.
     llms = sorted(runs.filter(pl.col("tag.method").is_in(["hygrail", "kgfm"]))["tag.llm"].unique().drop_nulls().to_list())
     columns = llms or [None]
     hy = pool(runs.filter(pl.col("tag.method") == "hygrail"), ["tag.method_label", "tag.backbone", "tag.llm"], how)
     gnn = pool(runs.filter(pl.col("tag.method") == "gnn_only"), ["tag.method_label", "tag.backbone"], how)
     kgfm = pool(runs.filter(pl.col("tag.method") == "kgfm"), ["tag.llm"], how) if "kgfm" in runs["tag.method"] else None
     tsh = pool(runs.filter(pl.col("tag.method") == "tsh"), ["tag.method_label"], how) if "tsh" in runs["tag.method"] else None
+    structural = (pool(runs.filter(pl.col("tag.method") == "structural"), ["tag.method_label"], how)
+                  if "structural" in runs["tag.method"] else None)
     n_rel = runs["tag.relation"].n_unique()
     budgeted = budget_notes(runs)
     probability = decision_rows(runs)
@@ -203,6 +210,11 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
             row("KG-FM", [find(kgfm, **{"tag.llm": m}) for m in columns], "baselines", sampled)
             if sampled:
                 lines += ["", "† sampled: metrics on a stratified sample of the test set (method.cap; size in test_evaluated)"]
+        lines.append("")
+    if structural is not None:
+        lines += ["**Structural baselines** (training graph only; AUC and AP: ranking.md)", "", head, sep]
+        for label in labels_of(runs, "structural", STRUCTURAL_ROWS):
+            row(label, [find(structural, **{"tag.method_label": label})] * len(columns), "baselines")
         lines.append("")
     for bb in sorted(set(hy["tag.backbone"].to_list()) | set(gnn["tag.backbone"].to_list())):
         lines += [f"**GNN backbone: {bb}**", "", head, sep]
@@ -267,21 +279,23 @@ def attribution_table(runs: pl.DataFrame) -> str:
 
 
 def runs_table(runs: pl.DataFrame) -> str:
-    """One line per cell: what `make run` prints (precision/recall/F1, routing and LLM cost)."""
+    """One line per cell: what `make run` prints (precision/recall/F1, the score's AUC/AP where the
+    method scores every pair, routing and LLM cost)."""
     cols = {
         "tag.relation": "relation", "tag.backbone": "backbone", "tag.method_label": "method", "tag.llm": "LLM",
         "param.llm.decision": "decision", "test_precision": "P", "test_recall": "R", "test_f1": "F1",
+        "test_auc": "AUC", "test_ap": "AP",
         "test_call_rate": "LLM call rate (routed)",
         "test_reviewed": "test reviews", "test_routed_unreviewed": "routed, over budget",
         "llm_calls": "LLM calls", "llm_seconds": "LLM s",
     }
     df = runs.select([pl.col(c).alias(n) if c in runs.columns else pl.lit(None).alias(n) for c, n in cols.items()])
-    no_llm = runs["tag.method"].is_in(["gnn_only", "tsh"])
+    no_llm = runs["tag.method"].is_in(NO_LLM)
     df = df.with_columns(pl.when(no_llm).then(pl.lit("–")).otherwise(pl.col("LLM")).alias("LLM"),
                          # runs logged before llm.decision existed used the paper's rule
                          pl.when(no_llm).then(pl.lit("–")).otherwise(pl.col("decision").fill_null("paper")).alias("decision"))
     lines = ["| " + " | ".join(cols.values()) + " |", "|---" * len(cols) + "|"]
-    rates = {"P", "R", "F1", "LLM call rate (routed)", "LLM s"}
+    rates = {"P", "R", "F1", "AUC", "AP", "LLM call rate (routed)", "LLM s"}
     for r in df.sort("relation", "backbone", "method").iter_rows(named=True):
         cells = ["–" if v is None else f"{v:.3f}" if k in rates else str(int(v)) if isinstance(v, float) else str(v) for k, v in r.items()]
         lines.append("| " + " | ".join(cells) + " |")
@@ -319,6 +333,49 @@ def table3(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
     if df.height:
         lines.append(line("mean", df["test_call_rate"].mean(), df["reduction"].mean(), df["test_review_rate"].mean()))
     return "\n".join(lines), df
+
+
+RANKED = ("structural", "tsh", "gnn_only")  # methods that score every pair (test_auc, test_ap), in row order
+
+
+def ranking_table(runs: pl.DataFrame) -> tuple[str, pl.DataFrame]:
+    """Threshold-free ranking quality on test: ROC-AUC and average precision of each method that
+    scores every pair (the structural baselines, TSH, GNN-only per backbone), macro over relations
+    per seed, then mean ± std over seeds; where PA ran, the lift over it, paired (each run minus
+    the PA run of its relation and seed, then pooled alike). HyGRAIL rows have none of their own:
+    outside the band their decisions are their GNN's, whose AUC is the GNN row's (logged on the
+    HyGRAIL run as gnn_test_auc). AUC and AP do not depend on the decision threshold, so "GNN" and
+    "GNN (half_max_f1)" show the same figures. Runs logged before AUC existed are left out."""
+    if "test_auc" not in runs.columns:
+        return "", pl.DataFrame()
+    scored = runs.filter(pl.col("tag.method").is_in(RANKED) & pl.col("test_auc").is_not_null()).with_columns(
+        pl.when(pl.col("tag.method") == "gnn_only").then(pl.col("tag.backbone")).otherwise(pl.lit("–")).alias("block"))
+    if scored.height == 0:
+        return "", pl.DataFrame()
+    metrics = ["test_auc", "test_ap"]
+    if "param.method.heuristic" in scored.columns and (pa := scored.filter(pl.col("param.method.heuristic") == "pa")).height:
+        pa = pa.unique(["tag.relation", "param.seed"], keep="first").select(
+            "tag.relation", "param.seed", pl.col("test_auc").alias("pa_auc"), pl.col("test_ap").alias("pa_ap"))
+        scored = scored.join(pa, on=["tag.relation", "param.seed"], how="left").with_columns(
+            (pl.col("test_auc") - pl.col("pa_auc")).alias("lift_auc"), (pl.col("test_ap") - pl.col("pa_ap")).alias("lift_ap"))
+        metrics += ["lift_auc", "lift_ap"]
+    keys = ["tag.method", "tag.method_label", "block"]
+    per_seed = scored.group_by(keys + ["param.seed"]).agg(*[pl.col(c).mean() for c in metrics],
+                                                          pl.col("tag.relation").n_unique().alias("relations"))
+    df = _over_seeds(per_seed, keys, tuple(metrics))
+    n_rel = runs["tag.relation"].n_unique()
+    heads = ["Method", "GNN backbone", "AUC", "AP"] + (["ΔAUC vs PA", "ΔAP vs PA"] if "lift_auc" in metrics else [])
+    lines = ["| " + " | ".join(heads) + " |", "|---" * len(heads) + "|"]
+    for method, paper in zip(RANKED, (STRUCTURAL_ROWS, ("TSH",), ("GNN",))):
+        part = df.filter(pl.col("tag.method") == method)
+        for label in labels_of(runs, method, paper):
+            for r in part.filter(pl.col("tag.method_label") == label).iter_rows(named=True):
+                cells = [_cell(r, m, n_rel) if r[m] is not None else "–" for m in metrics]
+                if r["tag.method_label"] == "PA":
+                    cells[2:] = ["–"] * len(cells[2:])  # the reference itself
+                lines.append(f"| {label} | {r['block']} | " + " | ".join(cells) + " |")
+    flat = df.rename({"tag.method": "method_name", "tag.method_label": "method", "block": "backbone"})
+    return "\n".join(lines), flat
 
 
 def strategies_table(runs: pl.DataFrame) -> tuple[str, pl.DataFrame]:
@@ -455,10 +512,18 @@ def tables(runs: pl.DataFrame, args) -> None:
     t2.write_csv(args.out / "table2.csv")
     (args.out / "table3.md").write_text(f"# Table 3 ({args.pool} over relations)\n\n{md3}\n")
     t3.write_csv(args.out / "table3.csv")
+    md_rank, t_rank = ranking_table(runs)
+    per_rel_rank = [f"## {rel}\n\n{ranking_table(runs.filter(pl.col('tag.relation') == rel))[0]}"
+                    for rel in sorted(runs["tag.relation"].unique())]
+    (args.out / "ranking.md").write_text(f"# Ranking quality (test; macro over relations)\n\n{md_rank}\n\n# Per relation\n\n"
+                                         + "\n\n".join(per_rel_rank) + "\n")
+    t_rank.write_csv(args.out / "ranking.csv")
     (args.out / "runs.md").write_text(runs_table(runs) + "\n")
     attr = attribution_table(runs)
     (args.out / "attribution.md").write_text(f"# Decision attribution (test)\n\n{attr}\n")
     print("Runs (test split)\n", runs_table(runs), "\nTable 2\n", md2, "\nTable 3\n", md3, sep="\n")
+    if md_rank:
+        print("\nRanking quality (test AUC, AP)\n", md_rank, sep="\n")
     if attr and runs.filter(pl.col("tag.method") == "hygrail").height <= 8:  # a sweep's worth goes to the file only
         print("\nDecision attribution (test): which region changed which decisions against GNN-only\n")
         print(attr)

@@ -44,7 +44,10 @@ HOW_RUN = ("threads", "format", "task", "llm.base_url", "llm.api_key_env", "llm.
 # Bump when a code change alters the results of existing cells, so resume recomputes them.
 # 2: an unreachable LLM server stops the cell instead of logging GNN-only decisions as HyGRAIL's.
 # 3: test_call_rate is the routed share (paper); decision attribution; KG-FM reviews raw triples.
-RESULT_VERSION = 3
+# 4: test/val ROC-AUC and average precision of every scored method (test_auc, gnn_test_auc, ...).
+RESULT_VERSION = 4
+# Methods that use no LLM and no evidence text: their cells ignore the llm and evidence groups.
+NO_LLM = ("gnn_only", "tsh", "structural")
 MAX_PARAM = 500
 
 
@@ -63,7 +66,7 @@ def cell_identity(cfg: DictConfig) -> dict:
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict):
             node.pop(last, None)
-    if ident["method"]["name"] in ("gnn_only", "tsh"):  # no LLM, no evidence text
+    if ident["method"]["name"] in NO_LLM:
         ident.pop("llm", None)
         ident.pop("evidence", None)
     elif ident["method"]["name"] == "kgfm":  # its context is method.context, not the evidence group
@@ -243,8 +246,18 @@ class CellRun:
                     tmp / "score_distribution.png", dpi=120)
             with store(self.cfg.tracking) as mlflow:
                 mlflow.set_tags(result.tags)
-                mlflow.log_metrics({k: float(v) for k, v in result.metrics.items() if v is not None})
+                metrics = {k: float(v) for k, v in result.metrics.items() if v is not None}
+                mlflow.log_metrics(metrics, step=self._last_step(mlflow, metrics))
                 mlflow.log_artifacts(str(tmp))
+
+    def _last_step(self, mlflow, metrics: Mapping) -> int:
+        """The highest step the run already holds for any of ``metrics``' names. The triage training
+        curves (val_ap, val_f1 per epoch: hygrail/triage/module.py) share names with the cell's
+        figures, and MLflow shows a metric's value at its highest step: logged at step 0 the cell's
+        val_ap would read as the last epoch's. At the curves' last step, and later, the figure wins."""
+        client = mlflow.MlflowClient()
+        shared = client.get_run(self.run_id).data.metrics.keys() & metrics.keys()
+        return max((m.step for k in shared for m in client.get_metric_history(self.run_id, k)), default=0)
 
 
 @contextmanager
@@ -317,12 +330,19 @@ def log_cell(cfg: DictConfig, result, sweep: str | None) -> str:
 
 
 def method_label(cfg: DictConfig) -> str:
-    """The paper's row names (Table 2): GNN, HyGRAIL-NE/-Auto/-LLM, TSH, KG-FM. A decision threshold
-    other than the paper's max-F1 (``routing.threshold``) is named in brackets, "GNN (half_max_f1)",
-    so a sweep over the rule gives rows side by side; KG-FM decides without one."""
+    """The paper's row names (Table 2): GNN, HyGRAIL-NE/-Auto/-LLM, TSH, KG-FM, and the structural
+    baselines' (hygrail/baselines/structural.py). A decision threshold other than the paper's max-F1
+    (``routing.threshold``) is named in brackets, "GNN (half_max_f1)", so a sweep over the rule gives
+    rows side by side; KG-FM decides without one."""
     m = cfg.method.name
-    # each evidence mode names its row (conf/evidence/*.yaml)
-    label = str(cfg.evidence.label) if m == "hygrail" else {"gnn_only": "GNN", "tsh": "TSH", "kgfm": "KG-FM"}.get(m, m)
+    if m == "hygrail":
+        label = str(cfg.evidence.label)  # each evidence mode names its row (conf/evidence/*.yaml)
+    elif m == "structural":
+        from hygrail.baselines.structural import label as heuristic_label
+
+        label = heuristic_label(cfg.method)  # PA, CN, AA, 3-paths, L3, degree prior
+    else:
+        label = {"gnn_only": "GNN", "tsh": "TSH", "kgfm": "KG-FM"}.get(m, m)
     rule = cfg.routing.threshold
     return label if m == "kgfm" or rule == "max_f1" else f"{label} ({rule})"
 

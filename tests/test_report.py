@@ -222,3 +222,28 @@ def test_a_non_paper_threshold_rule_gets_rows_of_its_own():
     assert rows == ["| TSH | 0.300 | 0.200 |", "| TSH (half_max_f1) | 0.600 | 0.400 |",
                     "| GNN | 0.900 | 0.100 |", "| GNN (half_max_f1) | 0.500 | 0.300 |"]  # the paper's row first
     assert set(flat["method"]) == {"GNN", "GNN (half_max_f1)", "TSH", "TSH (half_max_f1)"}
+
+
+def test_ranking_table_shows_auc_ap_and_the_paired_lift_over_pa():
+    from hygrail.report import ranking_table
+
+    def scored(method, label, relation, seed, auc, ap, heuristic=None):
+        row = _run(method, label, "rgcn", "embedded", relation, seed, 0.2, 0.3, 0.0, 3, 17, 7) | {"test_auc": auc, "test_ap": ap}
+        return row | ({"param.method.heuristic": heuristic} if heuristic else {})
+
+    runs = pl.concat([RUNS.filter(pl.col("tag.method") == "hygrail"), pl.DataFrame([
+        scored("structural", "PA", "chm_apl", 42, 0.6, 0.1, "pa"), scored("structural", "PA", "chm_apl", 43, 0.7, 0.2, "pa"),
+        scored("structural", "CN", "chm_apl", 42, 0.8, 0.3, "cn"), scored("structural", "CN", "chm_apl", 43, 0.9, 0.5, "cn"),
+        scored("gnn_only", "GNN", "chm_apl", 42, 0.75, 0.25), scored("gnn_only", "GNN", "chm_pro", 42, 0.65, 0.15),
+    ])], how="diagonal")
+    md, flat = ranking_table(one_run_per_cell(runs))
+    rows = md.splitlines()
+    assert rows[0] == "| Method | GNN backbone | AUC | AP | ΔAUC vs PA | ΔAP vs PA |"
+    # mean ± std over two seeds, on 1 of the 2 relations; CN's lift is paired per relation and seed
+    assert rows[2:] == ["| PA | – | 0.650 ± 0.071 (1/2) | 0.150 ± 0.071 (1/2) | – | – |",
+                        "| CN | – | 0.850 ± 0.071 (1/2) | 0.400 ± 0.141 (1/2) | 0.200 ± 0.000 (1/2) | 0.250 ± 0.071 (1/2) |",
+                        "| GNN | rgcn | 0.700 | 0.200 | 0.150 | 0.150 |"]  # macro over chm_apl, chm_pro; lift where PA ran
+    assert set(flat["method"]) == {"PA", "CN", "GNN"}  # HyGRAIL has no score of its own
+    md2, _ = table2(one_run_per_cell(runs))
+    assert "**Structural baselines**" in md2 and "| CN | 0.300 ± 0.000 (1/2) | 0.200 ± 0.000 (1/2) |" in md2
+    assert ranking_table(RUNS)[0] == ""  # runs from before AUC was logged
