@@ -4,6 +4,16 @@ Nodes are identified by (type, name); edges are undirected, typed by the unorder
 endpoint types, and carry a support count c >= 1 and a year (earliest paper; -1 when unknown).
 The schema (node types, hypothesis relations, evidence edge-type sets) comes from config, so
 nothing here knows about MatKG.
+
+Two kinds of pair are true without being edges of a graph, and so are neither candidates nor
+negatives of any relation (the split, the candidate space and the retrospective answers all ask
+``KG.excluded``):
+- *masked* pairs: observed edges withheld from this graph, e.g. the undated edges ``until`` leaves
+  out (their link is real, only its date is unknown; as a candidate it would count as a miss).
+- *implied* pairs, from an ontology hierarchy (``ancestors``): under the true-path rule of an
+  ontology such as HPO, an annotation to a term implies one to every ancestor of the term, so
+  (u, ancestor of w) is true whenever (u, w) is an edge. Descendants are not implied: a more
+  specific term is a real (if weaker) discovery.
 """
 
 from __future__ import annotations
@@ -43,6 +53,8 @@ class Schema:
     # node type -> edge types ("CHM-PRO") whose edges describe a node of that type (paper Table 7)
     evidence: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     display: Mapping[str, str] = field(default_factory=dict)
+    # Edge types known at any date (an ontology's is_a, a material's composition): ``KG.until`` keeps them.
+    static: tuple[str, ...] = ()
 
     @classmethod
     def from_config(cls, cfg: Mapping) -> "Schema":
@@ -52,7 +64,7 @@ class Schema:
             for name, r in (cfg.get("relations") or {}).items()
         }
         evidence = {t: tuple(v) for t, v in (cfg.get("evidence") or {}).items()}
-        schema = cls(node_types, relations, evidence, dict(cfg.get("display") or {}))
+        schema = cls(node_types, relations, evidence, dict(cfg.get("display") or {}), tuple(cfg.get("static_edge_types") or ()))
         schema.validate()
         return schema
 
@@ -75,6 +87,10 @@ class Schema:
                     raise DataError(
                         f"schema: evidence edge type {e!r} for {t} must look like '{t}-<type>' with a known type"
                     )
+        for e in self.static:
+            a, _, b = e.partition("-")
+            if a not in known or b not in known:
+                raise DataError(f"schema: static_edge_types entry {e!r} must look like '<type>-<type>' with known types")
 
     def edge_type(self, a: str, b: str) -> str:
         """Canonical name of the undirected edge type between node types a and b."""
@@ -105,7 +121,11 @@ class KG:
     graph of a split) shares the node indexing of the graph it came from.
     """
 
-    def __init__(self, schema: Schema, nodes: pl.DataFrame, edges: pl.DataFrame):
+    def __init__(self, schema: Schema, nodes: pl.DataFrame, edges: pl.DataFrame, masked: pl.DataFrame | None = None,
+                 ancestors: sp.csr_matrix | None = None):
+        """``masked``: pairs (u, v) withheld from the graph but known to be linked (module docstring);
+        ``ancestors``: N x N sparse, [i, j] != 0 iff node j is a proper ancestor of node i in the
+        KG's ontology hierarchy (transitively closed; None: no hierarchy)."""
         self.schema = schema
         self.nodes = nodes.select(
             pl.int_range(pl.len(), dtype=pl.Int64).alias("id"),
@@ -124,6 +144,17 @@ class KG:
                 .fill_null(NO_YEAR),
             }
         )
+        if masked is None or masked.height == 0:
+            self.masked = pl.DataFrame({"u": [], "v": []}, schema={"u": pl.Int64, "v": pl.Int64})
+        else:
+            mu, mv = masked["u"].cast(pl.Int64), masked["v"].cast(pl.Int64)
+            self.masked = pl.DataFrame({"u": pl.select(pl.min_horizontal(mu, mv)).to_series(),
+                                        "v": pl.select(pl.max_horizontal(mu, mv)).to_series()}).unique()
+        if ancestors is not None:
+            ancestors = sp.csr_matrix(ancestors, dtype=bool)
+            if ancestors.shape != (self.num_nodes, self.num_nodes):
+                raise ValueError(f"ancestors is {ancestors.shape}; expected ({self.num_nodes}, {self.num_nodes})")
+        self.ancestors = ancestors
 
     # -- basic views -------------------------------------------------------------------------
     @property
@@ -212,19 +243,68 @@ class KG:
     def degree(self) -> np.ndarray:
         return np.diff(self.adjacency.indptr)
 
+    # -- pairs that are true without being edges (module docstring) ---------------------------
+    @cached_property
+    def implied_adjacency(self) -> sp.csr_matrix | None:
+        """Symmetric N x N bool: the pairs the true-path rule implies from this graph's edges and
+        ``ancestors`` ((u, j) for every edge (u, w) between two node types and ancestor j of w),
+        minus the edges themselves; None without a hierarchy. Only edges between two types imply
+        anything: the hierarchy's own edges (is_a, one type) are no annotations."""
+        if self.ancestors is None:
+            return None
+        a = self.adjacency.tocoo()
+        cross = self.node_types[a.row] != self.node_types[a.col]
+        a = sp.csr_matrix((np.ones(int(cross.sum()), dtype=bool), (a.row[cross], a.col[cross])), shape=a.shape)
+        up = (a @ self.ancestors).astype(bool)
+        implied = (up + up.T).astype(bool).tocsr()
+        implied = implied - implied.multiply(a)  # an edge is an edge, not an implication
+        implied.eliminate_zeros()
+        return implied.astype(bool)
+
+    @cached_property
+    def excluded_adjacency(self) -> sp.csr_matrix | None:
+        """Symmetric N x N bool of the masked and the implied pairs (None when there are none)."""
+        out = self.implied_adjacency
+        if self.masked.height:
+            u, v = self.masked["u"].to_numpy(), self.masked["v"].to_numpy()
+            ones = np.ones(2 * len(u), dtype=bool)
+            m = sp.csr_matrix((ones, (np.concatenate([u, v]), np.concatenate([v, u]))), shape=(self.num_nodes,) * 2)
+            out = m if out is None else (out + m).astype(bool).tocsr()
+        return out
+
+    def excluded(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Pairs that are true but not edges here (masked or implied): never a negative, never a candidate."""
+        if self.excluded_adjacency is None or len(u) == 0:
+            return np.zeros(len(u), dtype=bool)
+        return np.asarray(self.excluded_adjacency[np.array(u), np.array(v)]).ravel()
+
+    def excluded_block(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
+        """``excluded`` for every pair src[i] x dst[j] as an S x D bool array (None when nothing is)."""
+        if self.excluded_adjacency is None:
+            return None
+        return self.excluded_adjacency[src][:, dst].toarray()
+
     # -- derived graphs ----------------------------------------------------------------------
+    def _derived(self, edges: pl.DataFrame, masked: pl.DataFrame | None = None) -> "KG":
+        masked = self.masked if masked is None else pl.concat([self.masked, masked.select("u", "v")])
+        return KG(self.schema, self.nodes, edges, masked, self.ancestors)
+
     def without_edges(self, edge_ids: np.ndarray) -> "KG":
         """Same nodes (same ids), minus the given edges: e.g. the training graph of a split."""
         keep = np.ones(self.num_edges, dtype=bool)
         keep[np.asarray(edge_ids, dtype=np.int64)] = False
-        return KG(self.schema, self.nodes, self.edges.filter(pl.Series(keep)))
+        return self._derived(self.edges.filter(pl.Series(keep)))
 
     def until(self, year: int) -> "KG":
-        """Same nodes (same ids), only the edges dated ``NO_YEAR < year' <= year``: the graph as it was
-        known at the end of ``year`` (retrospective discovery). Undated edges are left out too: their
-        date is unknown, so they might come from after the cutoff."""
+        """Same nodes (same ids), only the edges dated ``NO_YEAR < year' <= year`` and those of the
+        schema's ``static_edge_types`` (known at any date): the graph as it was known at the end of
+        ``year`` (retrospective discovery). Undated edges are left out too (their
+        date is unknown, so they might come from after the cutoff) and become masked pairs: a real link
+        of unknown date is neither a candidate nor a negative, nor a miss of the ranking that finds it."""
         dated = self.edges["year"]
-        return KG(self.schema, self.nodes, self.edges.filter((dated != NO_YEAR) & (dated <= year)))
+        static = self.edges["type"].is_in([self.schema.canonical(e) for e in self.schema.static])
+        known = static | ((dated != NO_YEAR) & (dated <= year))
+        return self._derived(self.edges.filter(known), self.edges.filter(~static & (dated == NO_YEAR)))
 
     def relation_edges(self, relation: Relation) -> pl.DataFrame:
         """Edges of a hypothesis relation, oriented src -> dst, with their edge ids."""

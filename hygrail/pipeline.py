@@ -21,7 +21,7 @@ from hygrail.data.split import Split, split_from_config
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import KG, DataError
 from hygrail.metrics import attribution, prf, ranking
-from hygrail.review.stage import check_failures, choose_gamma, decide
+from hygrail.review.stage import check_failures, choose_gamma, decide, fallback_note
 
 
 @dataclass
@@ -78,7 +78,7 @@ def run_cell(cfg: DictConfig, logger=None) -> CellResult:
     kg, split = build_split(cfg)
     result = METHODS[method](cfg, kg, split, logger)
     # A split without edge years is random, which makes link prediction easier: say so on the run.
-    result.tags |= {"split": split.kind, "split_ties": split.ties}
+    result.tags |= {"split": split.kind, "split_ties": split.ties, "split_graph_cut": split.graph_cut}
     if split.dated is not None:
         result.metrics["split_dated_positives"] = float(split.dated)
     return result
@@ -187,8 +187,8 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
         rev_test = reviewer.review(_hypotheses(split.part("test"), pick_test, t.scores.test))
         metrics |= reviewer.metrics()
         cache, examples = reviewer.cache_path(), reviewer.shown_examples  # logging must not build it
-    check_failures([r.result for r in rev_val + rev_test], float(cfg.method.get("max_review_failure_rate", 1.0)),
-                   cfg.llm.name, cache)
+    fell_back = check_failures([r.result for r in rev_val + rev_test], float(cfg.method["max_review_failure_rate"]),
+                               cfg.llm.name, cache)
     on_failure, rule = cfg.method.get("on_failure", "fallback"), cfg.llm.get("decision", "paper")
     gamma = val_gamma(r_val, gnn_val, y_val, pick_val, rev_val, on_failure, rule)
     final_val = _combine(r_val, gnn_val, pick_val, decide(rev_val, gamma, gnn_val[pick_val], on_failure, rule))
@@ -203,7 +203,13 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
         *_review_columns(split, [(pick_val, rev_val), (pick_test, rev_test)]),
     )
     samples = _fewshot_samples(examples) + _samples(kg, split, rev_val, rev_test)[: int(cfg.log_samples)]
-    return CellResult(metrics, predictions, samples, t.band, t.threshold)
+    return CellResult(metrics | {"review_fallback_share": fell_back}, predictions, samples, t.band, t.threshold,
+                      _fallback_tags(fell_back))
+
+
+def _fallback_tags(share: float) -> dict[str, str]:
+    """The MLflow tag that names a cell whose reviews partly fell back (``stage.fallback_note``)."""
+    return {"review_fallback": note} if (note := fallback_note(share)) else {}
 
 
 def val_gamma(r_val: np.ndarray, gnn_val: np.ndarray, y_val: np.ndarray, pick_val: np.ndarray, rev_val: list,
@@ -271,8 +277,8 @@ def run_kgfm(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
         rev_test = reviewer.review(_hypotheses(split.part("test"), pick_test, None))
         metrics = reviewer.metrics()
         cache = reviewer.cache_path()
-    check_failures([r.result for r in rev_val + rev_test], float(cfg.method.get("max_review_failure_rate", 1.0)),
-                   cfg.llm.name, cache)
+    fell_back = check_failures([r.result for r in rev_val + rev_test], float(cfg.method["max_review_failure_rate"]),
+                               cfg.llm.name, cache)
     # A failed review has no GNN to fall back on: on_failure (reject by default) decides it.
     on_failure = cfg.method.get("on_failure", "reject")
     none_val, none_test = np.zeros(len(pick_val), int), np.zeros(len(pick_test), int)
@@ -291,7 +297,8 @@ def run_kgfm(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
     predictions = _predictions(kg, split, zeros_val, zeros_test, zeros_val, zeros_test).drop("score", "gnn_pred")
     predictions = predictions.with_columns(
         pl.Series("pred", pred), *_review_columns(split, [(pick_val, rev_val), (pick_test, rev_test)]))
-    return CellResult(metrics, predictions, _samples(kg, split, rev_val, rev_test)[: int(cfg.log_samples)])
+    return CellResult(metrics | {"review_fallback_share": fell_back}, predictions,
+                      _samples(kg, split, rev_val, rev_test)[: int(cfg.log_samples)], tags=_fallback_tags(fell_back))
 
 
 def run_tsh(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:

@@ -175,6 +175,7 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
     n_rel = runs["tag.relation"].n_unique()
     budgeted = budget_notes(runs)
     probability = decision_rows(runs)
+    fallback = fallback_notes(runs)
     head = "| Method | " + " | ".join(f"{m} Rec. | {m} F1" if m else "Rec. | F1" for m in columns) + " |"
     sep = "|---" * (1 + 2 * len(columns)) + "|"
     lines, flat = [], []
@@ -183,6 +184,7 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
         """``marked``: LLM columns whose values carry † (a sampled test set)."""
         shown = f"{label}‡" if (label, block) in budgeted else label
         shown += "§" if (label, block) in probability else ""
+        shown += f" ({fallback[label, block]})" if (label, block) in fallback else ""
         text = [f"{_cell(c, m, n_rel)}{'†' if llm in marked and c else ''}" for llm, c in zip(columns, cells)
                 for m in ("test_recall", "test_f1")]
         lines.append(f"| {shown} | " + " | ".join(text) + " |")
@@ -243,6 +245,21 @@ def decision_rows(runs: pl.DataFrame) -> set[tuple[str, str]]:
         return set()
     hy = runs.filter((pl.col("tag.method") == "hygrail") & (pl.col("param.llm.decision") == "probability"))
     return set(zip(hy["tag.method_label"].to_list(), hy["tag.backbone"].to_list()))
+
+
+def fallback_notes(runs: pl.DataFrame) -> dict[tuple[str, str], str]:
+    """(label, block) of reviewing rows (HyGRAIL per backbone, KG-FM among the baselines) with
+    reviews decided by ``method.on_failure`` -> "12% of reviews fell back" (the mean share over the
+    row's runs): those decisions are not the reviewer's, and the row's label says so."""
+    from hygrail.review.stage import fallback_note
+
+    if "review_fallback_share" not in runs.columns:
+        return {}
+    rows = runs.filter(pl.col("tag.method").is_in(["hygrail", "kgfm"])).with_columns(
+        pl.when(pl.col("tag.method") == "kgfm").then(pl.lit("baselines")).otherwise(pl.col("tag.backbone")).alias("block"))
+    share = rows.group_by("tag.method_label", "block").agg(pl.col("review_fallback_share").fill_null(0.0).mean())
+    return {(r["tag.method_label"], r["block"]): fallback_note(r["review_fallback_share"])
+            for r in share.iter_rows(named=True) if r["review_fallback_share"] > 0}
 
 
 def budget_notes(runs: pl.DataFrame) -> dict[tuple[str, str], str]:

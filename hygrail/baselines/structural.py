@@ -6,8 +6,8 @@ Nature Machine Intelligence 2023: AUC 0.884 / 0.870 / 0.842 at 1 / 3 / 5 years),
 the node degrees alone often exceeds AUROC 0.85 (Zietz et al., GigaScience 2024). A learned
 model's figures say little without the lift over them (DESIGN.md, third wave).
 
-Every score is computed on the split's training graph (``split.train_graph``: no val/test link is
-in it) for the pairs of ``split.part("val")`` / ``("test")``, oriented u = the relation's source,
+Every score is computed on the split's message-passing graph (``split.graph(part)``: the training
+graph, in which no val/test link is; under ``split.graph_cut=time`` test pairs read the test graph) for the pairs of ``split.part("val")`` / ``("test")``, oriented u = the relation's source,
 v = its target. d(x) and N(x) are x's degree and neighbours over all edge types (structure only,
 support counts ignored, as TSH's unweighted descriptors); A is the relation's own adjacency and
 d_r(x) the degree in it.
@@ -49,7 +49,8 @@ is the floor and b the logit of the validation positive share (z has mean 0 on v
 pair's probability is that share to within 1e-3, the honest calibration of a score with no signal
 on validation, while the test AUC still says how the heuristic ranks (below 0.5 if it is
 anti-correlated); ``structural_weight_slope`` records the floor. The threshold is then chosen on
-validation by the ``routing.threshold`` rule, as for the GNN and TSH. Validation thus
+validation by the ``routing.threshold`` rule, as for the GNN and TSH; the degree prior, whose four
+weights are fit on validation, has it read off out-of-fold scores as TSH does. Validation thus
 serves twice (map, threshold) and test labels are never read, as for TSH (hygrail/baselines/tsh.py
 says why validation, not training pairs).
 
@@ -72,6 +73,7 @@ from sklearn.preprocessing import StandardScaler
 
 from hygrail.data.split import Split
 from hygrail.kg import KG, DataError, Relation
+from hygrail.baselines.tsh import validation_scores
 from hygrail.triage.routing import decision_threshold
 
 # Row names in the report (``hygrail.tracking.method_label``); paths3 with normalise is L3.
@@ -121,10 +123,14 @@ def structural_scores(split: Split, cfg: Mapping, threshold_rule: str = "max_f1"
     if len(np.unique(y_val)) < 2:
         raise DataError(f"method={heuristic}: relation {split.relation.name} has {int(y_val.sum())} validation "
                         f"positives of {len(y_val)} hypotheses; mapping its scores to probabilities needs both classes")
-    x_val, x_test = (features(split.train_graph, split.relation, part["src"].to_numpy(), part["dst"].to_numpy(),
-                              heuristic, bool(cfg.get("normalise", False))) for part in (val, test))
+    x_val, x_test = (features(split.graph(name), split.relation, part["src"].to_numpy(), part["dst"].to_numpy(),
+                              heuristic, bool(cfg.get("normalise", False))) for name, part in (("val", val), ("test", test)))
     model = fit_on_validation(x_val, y_val, heuristic)
-    s_val, s_test = model.predict_proba(x_val)[:, 1], model.predict_proba(x_test)[:, 1]
+    s_test = model.predict_proba(x_test)[:, 1]
+    # The degree prior learns four weights on validation: its threshold is read off out-of-fold
+    # scores, as TSH's (hygrail/baselines/tsh.py says why). A single heuristic's map is monotone, so
+    # its ranking is not fit on validation and its own scores serve.
+    s_val = (validation_scores(model, x_val, y_val, {}) if heuristic == "degree" else model.predict_proba(x_val)[:, 1])
     clf = model[-1]
     names = DEGREE_FEATURES if heuristic == "degree" else ("slope",)
     weights = dict(zip(names, map(float, clf.coef_[0]))) | {"intercept": float(clf.intercept_[0])}

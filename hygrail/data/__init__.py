@@ -30,8 +30,9 @@ def data_path(path: str) -> Path:
     return CONF.parent / p
 
 
-def load_kg(cfg: Mapping) -> KG:
-    """Build the KG a ``conf/data/*.yaml`` describes (then an optional type-preserving subgraph)."""
+def load_kg(cfg: Mapping, cutoff: int | None = None) -> KG:
+    """Build the KG a ``conf/data/*.yaml`` describes (then an optional type-preserving subgraph,
+    drawn by what was known at ``cutoff`` when one is given: ``subgraph.sample_subgraph``)."""
     schema = Schema.from_config(cfg["schema"])
     loader = cfg["loader"]
     if loader == "synthetic":
@@ -52,7 +53,8 @@ def load_kg(cfg: Mapping) -> KG:
     elif loader == "hpo":
         from hygrail.data.hpo import hpo_folder, load_hpo
 
-        kg = load_hpo(hpo_folder(None if cfg.get("path") is None else data_path(cfg["path"])), schema)
+        kg = load_hpo(hpo_folder(None if cfg.get("path") is None else data_path(cfg["path"])), schema,
+                      bool(cfg.get("gene_phenotype", False)))
     elif loader == "synthesis_recipes":
         from hygrail.data.recipes import load_recipes
 
@@ -62,5 +64,5 @@ def load_kg(cfg: Mapping) -> KG:
     if cfg.get("subgraph_nodes"):
         from hygrail.data.subgraph import sample_subgraph
 
-        kg = sample_subgraph(kg, int(cfg["subgraph_nodes"]), seed=int(cfg.get("subgraph_seed", 42)))
+        kg = sample_subgraph(kg, int(cfg["subgraph_nodes"]), seed=int(cfg.get("subgraph_seed", 42)), cutoff=cutoff)
     return kg

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+import polars as pl
 
 from hygrail.kg import KG, DataError
 
@@ -42,18 +43,28 @@ def type_quotas(type_counts: np.ndarray, n_nodes: int) -> np.ndarray:
     return quotas
 
 
-def sample_subgraph(kg: KG, n_nodes: int, seed: int = 42) -> KG:
-    """Induced subgraph on ``n_nodes`` nodes; node ids are renumbered keeping the source order."""
+def sample_subgraph(kg: KG, n_nodes: int, seed: int = 42, cutoff: int | None = None) -> KG:
+    """Induced subgraph on ``n_nodes`` nodes; node ids are renumbered keeping the source order.
+
+    ``cutoff``: the nodes are drawn by what was known at the end of that year (``KG.until``: its
+    degrees, density and edge-type mix), so that a retrospective evaluation's sample does not favour
+    nodes that became hubs later; the subgraph still holds every edge among them, later ones too
+    (the answers)."""
     if n_nodes < 1:
         raise DataError(f"subgraph_nodes={n_nodes}; expected a positive number of nodes")
     if n_nodes >= kg.num_nodes:
         log.info("subgraph_nodes=%d >= %d nodes in the KG: keeping the whole KG", n_nodes, kg.num_nodes)
         return kg
+    return induced_subgraph(kg, draw_nodes(kg if cutoff is None else kg.until(cutoff), n_nodes, seed))
+
+
+def draw_nodes(kg: KG, n_nodes: int, seed: int) -> np.ndarray:
+    """The sorted node ids of the best of ``CANDIDATES`` systematic draws (module docstring)."""
     rng = np.random.default_rng(seed)
     quotas = type_quotas(np.bincount(kg.node_types, minlength=len(kg.schema.node_types)), n_nodes)
     by_type = [np.flatnonzero(kg.node_types == t) for t in range(len(quotas))]
     if kg.num_edges == 0:
-        return induced_subgraph(kg, _systematic_draw(by_type, quotas, kg.degree, rng))
+        return _systematic_draw(by_type, quotas, kg.degree, rng)
     u, v = kg.edges["u"].to_numpy(), kg.edges["v"].to_numpy()
     n_types = len(kg.edge_types)
     source_mix = np.bincount(kg.edge_type_ids, minlength=n_types) / kg.num_edges
@@ -70,7 +81,7 @@ def sample_subgraph(kg: KG, n_nodes: int, seed: int = 42) -> KG:
         mix_gap = 0.5 * np.abs(kept / max(kept.sum(), 1) - source_mix).sum()
         if density_gap + mix_gap < best_score:
             best, best_score = keep, density_gap + mix_gap
-    return induced_subgraph(kg, best)
+    return best
 
 
 def _systematic_draw(by_type, quotas, degree, rng) -> np.ndarray:
@@ -86,10 +97,16 @@ def _systematic_draw(by_type, quotas, degree, rng) -> np.ndarray:
 
 
 def induced_subgraph(kg: KG, keep: np.ndarray) -> KG:
-    """The KG restricted to the sorted node ids ``keep`` and the edges among them."""
+    """The KG restricted to the sorted node ids ``keep`` and the edges (masked pairs, hierarchy)
+    among them."""
     new_id = np.full(kg.num_nodes, -1, dtype=np.int64)
     new_id[keep] = np.arange(len(keep))
     u, v = new_id[kg.edges["u"].to_numpy()], new_id[kg.edges["v"].to_numpy()]
     inside = (u >= 0) & (v >= 0)
     edges = kg.edges.filter(inside).with_columns(u=u[inside], v=v[inside])
-    return KG(kg.schema, kg.nodes[keep].select("name", "type"), edges)
+    mu, mv = new_id[kg.masked["u"].to_numpy()], new_id[kg.masked["v"].to_numpy()]
+    m_in = (mu >= 0) & (mv >= 0)
+    masked = pl.DataFrame({"u": mu[m_in], "v": mv[m_in]})
+    # A closed hierarchy stays closed on a node subset: an ancestor reached through a dropped node is kept.
+    ancestors = None if kg.ancestors is None else kg.ancestors[keep][:, keep]
+    return KG(kg.schema, kg.nodes[keep].select("name", "type"), edges, masked, ancestors)

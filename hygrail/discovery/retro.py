@@ -3,7 +3,11 @@
 With ``discover.cutoff=YEAR`` everything (training, calibration, evidence, candidate exclusion)
 sees only the edges dated <= YEAR (``KG.until``); the answers are the relation's edges first dated
 after YEAR between two nodes already known by then (an edge to an entity first mentioned later is
-not a candidate of any method; those are counted apart as ``future_unreachable``).
+not a candidate of any method; those are counted apart as ``future_unreachable``). Undated edges
+are neither answers nor misses: ``KG.until`` masks them, so no ranking holds them and none is
+penalised for a real link whose date is unknown (counted as ``retro_undated_excluded``). A future
+edge the ontology already implies at the cutoff (an ancestor of a known annotation) is no
+candidate either and is counted as ``future_implied``.
 
 Every ranking is a list over the whole candidate space (ties broken by ``space.tiebreak``), scored
 by precision@K, recall@K (against all reachable future edges) and average precision (the mean,
@@ -47,14 +51,20 @@ class Future:
     dst: np.ndarray
     year: np.ndarray
     unreachable: int  # an end first appears after the cutoff: no method can propose them
+    implied: int = 0  # implied at the cutoff by the ontology (not candidates)
+    undated: int = 0  # observed edges of unknown date between known nodes: masked, neither answers nor misses
 
 
 def future_edges(kg: KG, known: KG, relation: Relation, cutoff: int) -> Future:
     edges = kg.relation_edges(relation)
     later = edges.filter(edges["year"] > cutoff)
     src, dst = later["src"].to_numpy(), later["dst"].to_numpy()
-    ok = (known.degree[src] > 0) & (known.degree[dst] > 0)
-    return Future(src[ok], dst[ok], later["year"].to_numpy()[ok], int((~ok).sum()))
+    reach = (known.degree[src] > 0) & (known.degree[dst] > 0)
+    implied = reach & known.excluded(src, dst)
+    ok = reach & ~implied
+    undated = edges.filter(edges["year"] == NO_YEAR)
+    n_undated = int(((known.degree[undated["src"].to_numpy()] > 0) & (known.degree[undated["dst"].to_numpy()] > 0)).sum())
+    return Future(src[ok], dst[ok], later["year"].to_numpy()[ok], int((~reach).sum()), int(implied.sum()), n_undated)
 
 
 def labels_of(src: np.ndarray, dst: np.ndarray, future: Future, n_nodes: int, same_type: bool) -> np.ndarray:

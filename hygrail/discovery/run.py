@@ -31,8 +31,8 @@ from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, PreferentialAttac
 from hygrail.discovery.space import CandidateSpace, ranking
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import DataError
-from hygrail.pipeline import _hypotheses, _plain, _reviewer, build_split, gnn_stage, review_order, val_gamma
-from hygrail.review.stage import check_failures, decide
+from hygrail.pipeline import _hypotheses, _plain, _reviewer, build_split, gnn_stage, val_gamma
+from hygrail.review.stage import check_failures, decide, fallback_note
 from hygrail.triage.routing import Band, route
 
 METHODS = {"gnn": "GNN", "hygrail": "HyGRAIL", "tsh": "TSH", "pa": "Preferential attachment"}
@@ -65,7 +65,7 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     seed, top_k, cutoff = int(cfg.seed), int(d["top_k"]), d.get("cutoff")
     timer = {}
     t0 = time.perf_counter()
-    kg = load_kg(_plain(cfg.data))
+    kg = load_kg(_plain(cfg.data), cutoff=cutoff)
     relation = kg.schema.relation(cfg.relation.name)
     if cutoff is not None:
         check_cutoff(kg, relation, cutoff)
@@ -144,28 +144,48 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
 
 
 def review(cfg: DictConfig, d: dict, split, triage, routed, gnn: GNNBlocks):
-    """LLM review of the best routed candidates, gamma from the routed validation hypotheses (as in
-    ``task=run``): (reviewed, decisions, gamma, metrics)."""
+    """LLM review of the best routed candidates, gamma from routed validation hypotheses drawn where
+    the reviewed candidates lie (``like_reviewed``): (reviewed, decisions, gamma, metrics)."""
     mode = load_mode(_plain(cfg.evidence), _plain(cfg.relation)["templates"], triage.calibrated())
     y_val = split.part("val")["label"].to_numpy()
     r_val = triage.route_val
     gnn_val = (triage.scores.val >= triage.threshold).astype(int)
-    pick_val = review_order(triage.scores.val, r_val == -1, triage.threshold, d["review_budget"].get("val"), int(cfg.seed))
     probs = gnn.probability(routed.score)
+    pick_val = like_reviewed(triage.scores.val, r_val == -1, probs, d["review_budget"].get("val"), int(cfg.seed))
     hyps = [Hypothesis(int(s), int(t), float(p)) for s, t, p in zip(routed.src, routed.dst, probs)]
     with _reviewer(cfg, mode, split) as reviewer:
         rev_val = reviewer.review(_hypotheses(split.part("val"), pick_val, triage.scores.val))
         reviewed = reviewer.review(hyps)
         metrics = reviewer.metrics()
         cache = reviewer.cache_path()
-    check_failures([r.result for r in rev_val + reviewed], float(cfg.method.get("max_review_failure_rate", 1.0)),
-                   cfg.llm.name, cache)
+    fell_back = check_failures([r.result for r in rev_val + reviewed], float(cfg.method["max_review_failure_rate"]),
+                               cfg.llm.name, cache)
     on_failure, rule = cfg.method.get("on_failure", "fallback"), cfg.llm.get("decision", "paper")
     gamma = val_gamma(r_val, gnn_val, y_val, pick_val, rev_val, on_failure, rule)
     decisions = decide(reviewed, gamma, (probs >= triage.threshold).astype(int), on_failure, rule)
     metrics |= {"discover_val_reviewed": float(len(pick_val)), "discover_reviewed": float(len(reviewed)),
+                "review_fallback_share": fell_back,
                 "discover_llm_accepted": float(decisions.sum())}
     return reviewed, decisions, gamma, metrics
+
+
+def like_reviewed(scores: np.ndarray, routed: np.ndarray, reviewed: np.ndarray, budget: int | None,
+                  seed: int) -> np.ndarray:
+    """Indices of the routed validation hypotheses gamma is chosen on: those whose GNN score lies
+    nearest the score range of the reviewed candidates (inside it first, ties by a seeded shuffle),
+    ``budget`` of them (all routed ones when None).
+
+    Discovery reviews the best-scored band candidates, near b*; inside the band the GNN score need
+    not rank anything, so a gamma set on another slice (e.g. the hypotheses nearest the GNN
+    threshold, ``task=run``'s ``ambiguous`` order) does not transfer to them (``review_order``)."""
+    idx = np.flatnonzero(routed)
+    if budget is None or budget >= len(idx) or len(reviewed) == 0:
+        return idx
+    lo, hi = float(np.min(reviewed)), float(np.max(reviewed))
+    s = scores[idx]
+    gap = np.maximum(np.maximum(lo - s, s - hi), 0.0)
+    shuffle = np.random.default_rng(seed).permutation(len(idx))
+    return np.sort(idx[np.lexsort((shuffle, gap))[: int(budget)]])
 
 
 def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.ndarray, reviewed: list,
@@ -248,7 +268,9 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
     auto = route(gnn.probability(w.scores), band) == 1
     orders["hygrail"] = hygrail_order(orders["gnn"], auto, llm_yes, llm_no, conf)
     n_future, ks = len(future.src), d["ks"]
-    rows, metrics, curves = [], {"retro_future_edges": float(n_future), "retro_future_unreachable": float(future.unreachable)}, {}
+    rows, curves = [], {}
+    metrics = {"retro_future_edges": float(n_future), "retro_future_unreachable": float(future.unreachable),
+               "retro_future_implied": float(future.implied), "retro_undated_excluded": float(future.undated)}
     for name in ("gnn", "hygrail", "tsh", "pa"):
         hits = labels[orders[name]]
         m = ranking_metrics(hits, n_future, ks)
@@ -271,7 +293,9 @@ def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float
             f"here on the best-scored routed candidates.",
             "Accepted hypotheses are model-generated candidates for expert or experimental validation, not findings."]
     facts = {"data": cfg.data.name, "relation": f"{rel.name} ({rel.label})", "backbone": cfg.backbone.name,
-             "reviewer": f"{cfg.llm.name} (evidence: {cfg.evidence.mode})", "seed": cfg.seed,
+             "reviewer": f"{cfg.llm.name} (evidence: {cfg.evidence.mode})"
+                         + (f", {note}" if (note := fallback_note(metrics.get("review_fallback_share", 0.0))) else ""),
+             "seed": cfg.seed,
              "cutoff": cfg.discover.cutoff if cfg.discover.cutoff is not None else "none (all edges)",
              "band [a*, b*]": f"[{band.a:.4f}, {band.b:.4f}]", "GNN-only threshold": f"{threshold:.4f}",
              "gamma": "n/a (no review)" if gamma is None else f"{gamma:.3f}",
@@ -280,6 +304,7 @@ def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float
     if "retro_future_edges" in metrics:
         facts["future edges (found after the cutoff)"] = (f"{int(metrics['retro_future_edges'])} reachable, "
                                                          f"{int(metrics['retro_future_unreachable'])} to entities new after it")
+        facts["observed but undated (not ranked, not misses)"] = f"{int(metrics['retro_undated_excluded']):,}"
         facts["HyGRAIL's list = the GNN's down to rank"] = f"{c['auto_accept']:,} (all above b*; the LLM reviews the band)"
     return {"title": f"HyGRAIL discovery: {rel.label} hypotheses ({cfg.data.name})", "lead": lead, "facts": facts}
 

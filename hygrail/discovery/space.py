@@ -4,7 +4,9 @@ A relation's candidates are every typed pair (u, v) of its two node types that i
 the graph: the Cartesian product minus the observed edges (any edge between the two types is an
 edge of the relation), for a same-type relation the unordered pairs u < v without self-pairs. Only
 *known* nodes take part: nodes with at least one edge in the graph (with a cutoff, an entity first
-mentioned after it does not exist yet for the method). At full synthetic MatKG size CHM-APL has
+mentioned after it does not exist yet for the method; ``data.split.known_nodes``, the nodes the
+split draws its negatives from). Pairs that are true without being edges (``KG.excluded``: undated
+edges a cutoff withholds, pairs an ontology's true-path rule implies) are not candidates either. At full synthetic MatKG size CHM-APL has
 15,424 x 9,777 = 1.5e8 pairs, so the space is never materialised: it is walked in blocks of source
 nodes (each block an S x D array over all destinations plus a validity mask), and each ranking
 keeps only its best K pairs (``TopK``).
@@ -21,6 +23,7 @@ from typing import Iterator
 
 import numpy as np
 
+from hygrail.data.split import candidate_pairs, excluded_pairs, known_nodes
 from hygrail.kg import KG, Relation
 
 
@@ -35,12 +38,11 @@ class CandidateSpace:
 
     def __init__(self, kg: KG, relation: Relation):
         self.kg, self.relation = kg, relation
-        known = kg.degree > 0
-        src, dst = kg.nodes_of_type(relation.src), kg.nodes_of_type(relation.dst)
-        self.src, self.dst = src[known[src]], dst[known[dst]]
+        self.src, self.dst = known_nodes(kg, relation.src), known_nodes(kg, relation.dst)
         self.same_type = relation.src == relation.dst
-        n_pairs = len(self.src) * (len(self.src) - 1) // 2 if self.same_type else len(self.src) * len(self.dst)
-        self.size = n_pairs - kg.relation_edges(relation).height  # an edge's two ends are known nodes
+        # an edge's two ends are known nodes
+        self.excluded = excluded_pairs(kg, relation)
+        self.size = candidate_pairs(kg, relation, known=True) - kg.relation_edges(relation).height - self.excluded
 
     def blocks(self, block_size: int) -> Iterator[Block]:
         """Blocks of ``block_size`` source nodes over all destinations, in source order."""
@@ -48,6 +50,8 @@ class CandidateSpace:
         for lo in range(0, len(self.src), block_size):
             src = self.src[lo : lo + block_size]
             valid = adj[src][:, self.dst].toarray() == 0
+            if (excluded := self.kg.excluded_block(src, self.dst)) is not None:
+                valid &= ~excluded
             if self.same_type:  # each unordered pair once, as (smaller id, larger id)
                 valid &= src[:, None] < self.dst[None, :]
             yield Block(src, valid)
@@ -69,7 +73,7 @@ class CandidateSpace:
         else:
             ok = np.ones(len(src), dtype=bool)
         ok &= np.isin(src, self.src) & np.isin(dst, self.dst)
-        return ok & ~self.kg.has_edges(src, dst)
+        return ok & ~self.kg.has_edges(src, dst) & ~self.kg.excluded(src, dst)
 
     def block_size(self, pairs: int) -> int:
         """Sources per block for about ``pairs`` pairs per block (at least one source)."""

@@ -114,9 +114,11 @@ class Reviewer:
         return self.client.cache.path if self.client.cache else None
 
 
-def check_failures(results: Sequence[ReviewResult | None], max_rate: float, llm_name: str, cache: Path | None) -> None:
-    """A reviewer that mostly gives no usable verdict would leave the fallback's numbers under the
-    method's name: stop the cell instead. Hypotheses decided without review (None) do not count."""
+def check_failures(results: Sequence[ReviewResult | None], max_rate: float, llm_name: str, cache: Path | None) -> float:
+    """The share of reviews with no usable verdict (decided by ``method.on_failure`` instead).
+    A reviewer that mostly gives none would leave the fallback's numbers under the method's name:
+    over ``max_rate`` the cell stops; under it, the caller names the share beside the method
+    (``fallback_note``). Hypotheses decided without review (None) do not count."""
     results = [r for r in results if r is not None]
     failed = [r.failure for r in results if not r.ok]
     if failed and len(failed) > max_rate * len(results):
@@ -125,6 +127,15 @@ def check_failures(results: Sequence[ReviewResult | None], max_rate: float, llm_
             f"llm {llm_name}: {len(failed)} of {len(results)} reviews gave no usable verdict ({n} {kind}), "
             f"over method.max_review_failure_rate={max_rate}; see the raw replies in the reply cache "
             f"({cache or 'none'}); raise llm.max_tokens or check the prompt")
+    return len(failed) / len(results) if results else 0.0
+
+
+def fallback_note(share: float) -> str:
+    """What a cell's label carries when some of its reviews fell back: "12% of reviews fell back"
+    ("" when none did; "<1%" rather than a rounded 0%)."""
+    if share <= 0:
+        return ""
+    return f"{'<1%' if share < 0.005 else f'{share:.0%}'} of reviews fell back"
 
 
 def _fixed(reviewed: Sequence[Reviewed], fallback: np.ndarray) -> np.ndarray:

@@ -60,6 +60,7 @@ class TriageModule(L.LightningModule):
         self.backbone = backbone
         self.graph = graph  # fixed message-passing graph, not a parameter
         self.fold_graphs = fold_graphs or []  # plus training: graph k lacks fold k's positives
+        self.test_graph: HeteroData | None = None  # split.graph_cut=time: the graph test is scored on
         self.relation = relation
         self.lr, self.weight_decay, self.disjoint_train_ratio = lr, weight_decay, disjoint_train_ratio
         self.select_on = select_on

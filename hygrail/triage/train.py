@@ -36,7 +36,7 @@ from torch_geometric.utils import negative_sampling
 from tqdm import tqdm
 
 from hygrail.cache import DiskCache, content_key
-from hygrail.data.split import SPLITS, Split
+from hygrail.data.split import SPLITS, Split, known_nodes
 from hygrail.kg import KG, DataError
 from hygrail.triage.backbones import BACKBONES
 from hygrail.triage.features import hetero_graph, link_feature_names, node_inputs, target_edge_positions
@@ -45,6 +45,8 @@ from hygrail.triage.routing import max_f1
 
 # Bump when a code change alters trained scores: old cache entries then miss instead of lying.
 CODE_VERSION = "triage-5"  # 5: the plus head compares its input sets without the logit, over head_repeats partitions
+# Changes that alter the plus backbones' scores only (so the paper backbones' cached scores stay valid):
+PLUS_VERSION = "plus-2"  # 2: FoldPairs draws negatives from known nodes and never an excluded pair
 # Backbone config keys that steer training or build inputs; every other key is a constructor argument of the model.
 TRAIN_KEYS = ("name", "epochs", "val_every", "lr", "weight_decay", "disjoint_train_ratio", "select_on", "folds",
               "patience", "names")
@@ -244,9 +246,21 @@ def by_destination(backbone: torch.nn.Module, max_edges: int | None) -> Iterator
             setattr(parent, name, child)
 
 
+def reads(cfg: Mapping) -> dict[str, bool]:
+    """What of the graph a backbone reads beyond structure and counts: the plus backbones' node inputs
+    hold each node's first and last edge year (``features.node_statistics``), and their name
+    embeddings and the head's name similarity read the node names (``names``)."""
+    plus = str(cfg.get("name", "")).endswith("_plus")
+    return {"years": plus, "names": plus and bool(cfg.get("names"))}
+
+
 def cache_key(split: Split, cfg: Mapping, seed: int) -> str:
-    """Content hash of everything the scores depend on."""
+    """Content hash of everything the scores depend on: the split, the training graph's structure and
+    counts, and its edge years and node names where the backbone reads them (``reads``: a corrected
+    names or years file must not reuse a model trained on the old ones). The paper backbones read
+    neither, so their keys are what they were before years and names entered the key."""
     pairs, g = split.pairs, split.train_graph
+    extra = reads(cfg)
     return content_key(
         CODE_VERSION,
         {"relation": split.relation.name, "src": split.relation.src, "dst": split.relation.dst},
@@ -263,6 +277,11 @@ def cache_key(split: Split, cfg: Mapping, seed: int) -> str:
         g.counts,
         dict(cfg),
         int(seed),
+        *([PLUS_VERSION, g.edges["year"].to_numpy()] if extra["years"] else []),
+        *([g.names] if extra["names"] else []),
+        # graph_cut=time: the test graph too (absent otherwise, so relation-cut keys are unchanged)
+        *([split.graph_cut, split.test_graph.edges["u"].to_numpy(), split.test_graph.edges["v"].to_numpy(),
+           split.test_graph.counts] if split.test_graph is not None else []),
     )
 
 
@@ -310,10 +329,8 @@ def fit(split: Split, cfg: Mapping, seed: int, progress: bool = False, logger=No
     module.restore_best()
     best_epoch = module.best_epoch if module.best_state is not None else trainer.current_epoch
     head = getattr(module.backbone, "head", None)
-    if head is None:
-        scores = {p: predict(module, batches[p]) for p in ("val", "test")}
-    else:
-        scores = {"val": fit_head(module, batches["val"], seed), "test": predict(module, batches["test"])}
+    val = predict(module, batches["val"]) if head is None else fit_head(module, batches["val"], seed)
+    scores = {"val": val, "test": predict(module, batches["test"], module.test_graph)}  # after the head is fit
     return FitResult(module, trainer, scores, seconds, best_epoch)
 
 
@@ -353,18 +370,22 @@ def build_backbone(graph_kg: KG, relation, cfg: Mapping):
     if name not in BACKBONES:
         raise DataError(f"backbone.name={name!r}; expected one of {sorted(BACKBONES)}")
     kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items() if k not in TRAIN_KEYS}
-    plus = name.endswith("_plus")
-    if plus:
-        names = name_embeddings(graph_kg, cfg.get("names"))
-        graph = hetero_graph(graph_kg, node_inputs(graph_kg, names))
+    graph = message_graph(graph_kg, cfg)
+    if name.endswith("_plus"):
+        names = name_embeddings(graph_kg, cfg.get("names"))  # encoded once per process: a lookup here
         kwargs |= {"n_pair": len(link_feature_names(graph_kg)), "name_dim": 0 if names is None else names.shape[1],
                    "names": cfg.get("names")}
-    else:
-        graph = hetero_graph(graph_kg)
     try:
         return BACKBONES[name](graph, (relation.src, relation.dst), **kwargs), graph
     except TypeError as e:
         raise DataError(f"backbone={name}: bad model option ({e})") from None
+
+
+def message_graph(graph_kg: KG, cfg: Mapping):
+    """The HeteroData a backbone passes messages on: the plus backbones' carries their node inputs."""
+    if str(cfg.get("name", "")).endswith("_plus"):
+        return hetero_graph(graph_kg, node_inputs(graph_kg, name_embeddings(graph_kg, cfg.get("names"))))
+    return hetero_graph(graph_kg)
 
 
 def name_embeddings(kg: KG, model: str | None) -> np.ndarray | None:
@@ -385,7 +406,7 @@ def build_module(split: Split, cfg: Mapping) -> tuple[TriageModule, dict[str, di
     for p in ("val", "test") if folds else SPLITS:  # with folds, the split's training pairs are never batched
         part = split.part(p)
         batches[p] = pair_batch(
-            split.train_graph, part["src"].to_numpy(), part["dst"].to_numpy(), part["label"].to_numpy(),
+            split.graph(p), part["src"].to_numpy(), part["dst"].to_numpy(), part["label"].to_numpy(),
             backbone.pair_features,
         )
     rel = (split.relation.src, split.relation.dst)
@@ -412,6 +433,8 @@ def build_module(split: Split, cfg: Mapping) -> tuple[TriageModule, dict[str, di
         select_on=str(cfg.get("select_on", "f1")),
         fold_graphs=train_data.graphs if folds else None,
     )
+    if split.test_graph is not None:  # split.graph_cut=time: test is scored on the graph before the test start
+        module.test_graph = message_graph(split.test_graph, cfg)
     return module, batches, train_data
 
 
@@ -448,14 +471,22 @@ class FoldPairs(Dataset):
             self.pos.append((s, d, None if pair_fn is None else pair_fn(gk, s, d)))
         # Pools and the pairs never to draw as negatives, in per-type positions.
         self.same_type = rel.src == rel.dst
-        self.src_pool, self.dst_pool = g.nodes_of_type(rel.src), g.nodes_of_type(rel.dst)
-        local = np.empty(g.num_nodes, dtype=np.int64)
+        # Known nodes only, as the split's negatives (``data.split.known_nodes``): a node without
+        # edges in the training graph would teach "no edges means negative".
+        self.src_pool, self.dst_pool = known_nodes(g, rel.src), known_nodes(g, rel.dst)
+        local = np.full(g.num_nodes, -1, dtype=np.int64)
         local[self.src_pool] = np.arange(len(self.src_pool))
         local[self.dst_pool] = np.arange(len(self.dst_pool))
         edges = g.relation_edges(rel)
-        taken_s = np.concatenate([edges["src"].to_numpy(), split.pairs["src"].to_numpy()])
-        taken_d = np.concatenate([edges["dst"].to_numpy(), split.pairs["dst"].to_numpy()])
-        taken = np.stack([local[taken_s], local[taken_d]])
+        taken_s = [edges["src"].to_numpy(), split.pairs["src"].to_numpy()]
+        taken_d = [edges["dst"].to_numpy(), split.pairs["dst"].to_numpy()]
+        if g.excluded_adjacency is not None:  # true pairs that are not edges (masked, ontology-implied)
+            ex = g.excluded_adjacency[self.src_pool][:, self.dst_pool].tocoo()
+            taken_s.append(self.src_pool[ex.row])
+            taken_d.append(self.dst_pool[ex.col])
+        taken_s, taken_d = np.concatenate(taken_s), np.concatenate(taken_d)
+        inside = (local[taken_s] >= 0) & (local[taken_d] >= 0)  # a split pair may have an end unknown to g
+        taken = np.stack([local[taken_s[inside]], local[taken_d[inside]]])
         if self.same_type:
             taken = np.concatenate([taken, taken[::-1]], axis=1)
         self.taken = torch.from_numpy(np.ascontiguousarray(taken))
@@ -508,10 +539,11 @@ def _one_batch(batch: dict[str, torch.Tensor]) -> DataLoader:
     return DataLoader([batch], batch_size=None)
 
 
-def predict(module: TriageModule, batch: dict[str, torch.Tensor]) -> np.ndarray:
+def predict(module: TriageModule, batch: dict[str, torch.Tensor], graph=None) -> np.ndarray:
+    """Scores of a batch on the module's graph (or ``graph``)."""
     module.eval()
     with torch.no_grad():
-        return torch.sigmoid(module(batch)).double().numpy()
+        return torch.sigmoid(module(batch, graph)).double().numpy()
 
 
 def plain_config(cfg: Mapping) -> dict:
