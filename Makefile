@@ -117,7 +117,7 @@ figures: $(VENV)/.installed ## Figs. 3-4 and F1 vs call rate from the ablation e
 
 bench: $(VENV)/.installed ## benchmarks: data layer, triage speed, evidence, review (prints figures)
 	@for b in bench/bench_*.py; do case $$b in */bench_triage.py) continue;; esac; echo "== $$b"; $(PYTHON) $$b || exit 1; done
-	@# bench_triage.py's default is the hours-long quality study (README, triage options); here its speed figures only
+	@# bench_triage.py's default is the hours-long quality study (experiments/triage.md); here its speed figures only
 	@echo "== bench/bench_triage.py --speed"; $(PYTHON) bench/bench_triage.py --speed --methods heteroconv,hgt,rgcn
 	@echo "== bench/bench_triage.py --feature-cost"; $(PYTHON) bench/bench_triage.py --feature-cost
 

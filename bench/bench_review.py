@@ -147,7 +147,7 @@ def review_setup(overrides: list[str], outputs: str, threads: int, n: int) -> tu
     """(llm config, few-shot examples, requests) of `make run`'s cell with ``overrides``: the requests
     are n test hypotheses of the split (seeded) as the cell's evidence mode renders them."""
     from hygrail.evidence.mode import Hypothesis, load_mode
-    from hygrail.pipeline import build_split
+    from hygrail.stages import build_split
     from hygrail.review.fewshot import build, choose
 
     cfg = run_config(overrides, outputs)
@@ -236,7 +236,7 @@ def bench_band(n: int, threads: int, overrides: list[str], outputs: str, seed: i
     from sklearn.metrics import roc_auc_score
 
     from hygrail.evidence.mode import load_mode
-    from hygrail.pipeline import _hypotheses, build_split, gnn_stage
+    from hygrail.stages import build_split, gnn_stage, hypotheses
     from hygrail.review.fewshot import choose
     from hygrail.review.stage import Reviewer
 
@@ -262,7 +262,7 @@ def bench_band(n: int, threads: int, overrides: list[str], outputs: str, seed: i
     with Reviewer(llm, mode, split.train_graph, split.relation, Path(outputs) / "cache" / "llm", int(cfg.seed),
                   fewshot) as reviewer:
         for name, (_, scores) in parts.items():
-            reviewed = reviewer.review(_hypotheses(split.part(name), pick[name], scores))
+            reviewed = reviewer.review(hypotheses(split.part(name), pick[name], scores))
             labels = split.part(name)["label"].to_numpy()[pick[name]]
             for r, lab in zip(reviewed, labels):
                 if r.result is not None and r.result.ok:

@@ -68,7 +68,8 @@ from hygrail.data import data_config, load_kg
 from hygrail.data.split import temporal_split
 from hygrail.data.synthetic import generate_with_topics
 from hygrail.kg import Schema
-from hygrail.triage.routing import calibrate_band, decision_threshold, f1_threshold, max_f1, route
+from hygrail.thresholds import decision_threshold, f1_threshold, max_f1
+from hygrail.triage.routing import calibrate_band, route
 from hygrail.triage.train import build_module, fit, triage_scores
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,13 +124,14 @@ def planted_scores(split, planted, cfg: dict) -> tuple[np.ndarray, np.ndarray, f
     is. Bench-only: it reads what the generator hid from every model, to measure how far above
     TSH a ranking can get on this KG when it knows the topics (a reference, not a bound)."""
     from hygrail.baselines import tsh
+    from hygrail.descriptors import design, pair_features
 
     t0 = time.perf_counter()
     x, y = {}, {}
     for part in ("val", "test"):
         p = split.part(part)
         src, dst = p["src"].to_numpy(), p["dst"].to_numpy()
-        x[part] = np.hstack([tsh.design(tsh.pair_features(split.train_graph, src, dst, cfg)), planted.pair_structure(src, dst)])
+        x[part] = np.hstack([design(pair_features(split.train_graph, src, dst, cfg)), planted.pair_structure(src, dst)])
         y[part] = p["label"].to_numpy()
     model = tsh.fit_classifier(x["val"], y["val"], cfg.get("classifier") or {})
     return model.predict_proba(x["val"])[:, 1], model.predict_proba(x["test"])[:, 1], time.perf_counter() - t0
@@ -303,7 +305,7 @@ def feature_cost(args) -> None:
         src, dst = np.repeat(sources, len(apl)), np.tile(apl, len(sources))
         rs, rd = rng.choice(chm, 50_000), rng.choice(apl, 50_000)
         if head.cfg["embedding"]:  # names are encoded once per process: not a per-pair cost
-            from hygrail.baselines.tsh import embed_names
+            from hygrail.names import embed_names
 
             embed_names([kg.names[i] for i in np.r_[sources, apl]], head.cfg["embedding_model"])
         cost = []

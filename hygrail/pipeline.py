@@ -3,25 +3,26 @@ stages of DESIGN.md in one direction:
 
     KG -> split -> scores (cached) -> route -> evidence -> text -> review (cached) -> gamma -> metrics
 
-Each stage is a plain function in its own module; this file only wires them and records what the
-cell did (figures for MLflow, per-hypothesis predictions, a sample of evidence texts with replies).
+Each stage is a plain function in its own module (the ones ``task=discover`` shares are in
+``hygrail.stages``); this file only wires one cell and records what it did (figures for MLflow,
+per-hypothesis predictions, a sample of evidence texts with replies).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from hygrail.data import load_kg
-from hygrail.data.split import Split, split_from_config
-from hygrail.evidence.mode import Hypothesis, load_mode
+from hygrail.data.split import Split
+from hygrail.evidence.mode import load_mode
 from hygrail.kg import KG, DataError
-from hygrail.metrics import attribution, prf, ranking
+from hygrail.metrics import attribution, prf
 from hygrail.review.stage import check_failures, choose_gamma, decide, fallback_note
+from hygrail.stages import (build_split, gnn_stage, hypotheses, labels, plain, prediction_table, review_order,
+                            reviewer_for, thresholded, val_gamma)
 
 
 @dataclass
@@ -32,42 +33,6 @@ class CellResult:
     band: tuple[float, float] | None = None
     gnn_threshold: float | None = None
     tags: dict[str, str] = field(default_factory=dict)  # e.g. split=temporal|partial|random
-
-
-def _plain(node) -> dict:
-    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else dict(node)
-
-
-def build_split(cfg: DictConfig, kg: KG | None = None) -> tuple[KG, Split]:
-    """The KG ``cfg.data`` names (or ``kg``, e.g. discovery's graph before a cutoff) and its split."""
-    kg = load_kg(_plain(cfg.data)) if kg is None else kg
-    return kg, split_from_config(kg, kg.schema.relation(cfg.relation.name), _plain(cfg.split))
-
-
-REVIEW_ORDERS = ("ambiguous", "random")
-
-
-def review_order(scores: np.ndarray, candidates: np.ndarray, centre: float, budget: int | None, seed: int,
-                 order: str = "ambiguous") -> np.ndarray:
-    """Indices of the candidates to review: all of them, or ``budget`` of them when a review budget
-    is set (``method.review_order``): the most ambiguous (closest to the GNN decision threshold), or a
-    seeded random sample of the band. Ties are broken by a seeded shuffle, not by row order (rows
-    come positives first).
-
-    ``random`` exists because inside the band the GNN score need not rank anything: on `make run`'s
-    synthetic CHM-APL the GNN threshold (0.088) lies above the band [0.026, 0.080] and the GNN's AUC
-    inside the validation band is 0.48, so "closest to the threshold" is just the top slice
-    of the band; a random sample is representative of the band, so gamma chosen on it transfers."""
-    if order not in REVIEW_ORDERS:
-        raise DataError(f"method.review_order={order!r}: expected one of {REVIEW_ORDERS}")
-    idx = np.flatnonzero(candidates)
-    if budget is None or budget >= len(idx):
-        return idx
-    shuffle = np.random.default_rng(seed).permutation(len(idx))
-    if order == "random":
-        return np.sort(idx[shuffle[: int(budget)]])
-    order = np.lexsort((shuffle, np.abs(scores[idx] - centre)))
-    return np.sort(idx[order[: int(budget)]])
 
 
 def run_cell(cfg: DictConfig, logger=None) -> CellResult:
@@ -84,69 +49,10 @@ def run_cell(cfg: DictConfig, logger=None) -> CellResult:
     return result
 
 
-def _labels(split: Split) -> tuple[np.ndarray, np.ndarray]:
-    return split.part("val")["label"].to_numpy(), split.part("test")["label"].to_numpy()
-
-
-def _thresholded(kg, split, s_val, s_test, threshold, prefix: str) -> tuple[dict, pl.DataFrame]:
-    """Metrics and predictions of a score model with a threshold fixed on validation, and the
-    ranking quality of its scores (test_auc, test_ap, val_auc, val_ap under ``prefix``)."""
-    y_val, y_test = _labels(split)
-    p_val, p_test = (s_val >= threshold).astype(int), (s_test >= threshold).astype(int)
-    metrics = {f"{prefix}threshold": threshold, **prf(y_test, p_test, f"{prefix}test_"), **prf(y_val, p_val, f"{prefix}val_"),
-               **ranking(y_test, s_test, f"{prefix}test_"), **ranking(y_val, s_val, f"{prefix}val_")}
-    return metrics, _predictions(kg, split, s_val, s_test, p_val, p_test)
-
-
 def _method_metrics(metrics: dict, prefix: str) -> dict:
     """A thresholded score model's own test and validation metrics, under the method's names
     (test_f1, test_auc, val_ap, ...)."""
     return {k.removeprefix(prefix): v for k, v in metrics.items() if k.startswith((f"{prefix}test_", f"{prefix}val_"))}
-
-
-@dataclass
-class Triage:
-    """Paper §3.1 on one split: scores, the GNN-only threshold, the band and the three-way routes."""
-
-    scores: object  # hygrail.triage.train.Scores
-    threshold: float
-    band: tuple[float, float]  # clipped to [0, 1]: an infeasible side's infinite cut routes the same
-    route_val: np.ndarray  # 0 below a*, 1 above b*, -1 routed
-    route_test: np.ndarray
-
-    def calibrated(self) -> dict[str, float]:
-        """The validation-calibrated quantities evidence rules may name (conf/evidence contradiction cuts)."""
-        return {"gnn_threshold": self.threshold, "band_low": self.band[0], "band_high": self.band[1]}
-
-
-def gnn_stage(cfg: DictConfig, kg: KG, split: Split, logger=None) -> tuple[Triage, dict, pl.DataFrame]:
-    """Backbone scores (trained once per relation/backbone/seed, then cached), the GNN-only decision
-    at the validation threshold of ``routing.threshold`` (the paper's max-F1 unless set), and the
-    purity band [a*, b*] with its call rates."""
-    from hygrail.triage.routing import calibrate_band, decision_threshold, route
-    from hygrail.triage.train import triage_scores
-
-    y_val = _labels(split)[0]
-    scores = triage_scores(split, _plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage", progress=True,
-                           logger=logger)
-    if logger is not None:  # the run links the trained model it used, trained now or cached
-        logger.log_hyperparams({"triage_key": scores.key, "triage_checkpoint": scores.checkpoint})
-    threshold = decision_threshold(scores.val, y_val, cfg.routing.threshold)
-    metrics, predictions = _thresholded(kg, split, scores.val, scores.test, threshold, "gnn_")
-    band = calibrate_band(scores.val, y_val, _plain(cfg.routing))
-    t = Triage(scores, threshold, (float(np.clip(band.a, 0, 1)), float(np.clip(band.b, 0, 1))),
-               route(scores.val, band), route(scores.test, band))
-    metrics |= {
-        "gnn_fit_seconds": scores.fit_seconds,
-        "gnn_cache_hit": float(scores.cache_hit),
-        # every numeric field of the band (the routing rule's m, n, cap, ...), cuts clipped to [0, 1]
-        **{f"band_{k}": float(v) for k, v in asdict(band).items() if isinstance(v, (int, float)) and k not in ("a", "b")},
-        "band_a": t.band[0],
-        "band_b": t.band[1],
-        "band_val_call_rate": float(np.mean(t.route_val == -1)),
-        "band_test_call_rate": float(np.mean(t.route_test == -1)),
-    }
-    return t, metrics, predictions.with_columns(pl.Series("route", np.concatenate([t.route_val, t.route_test]).astype(np.int8)))
 
 
 def run_gnn_only(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
@@ -165,7 +71,7 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
     keeps the GNN-only decision. ``test_attr_*`` says which region changed which decisions."""
     t, metrics, predictions = gnn_stage(cfg, kg, split, logger)
     r_val, r_test = t.route_val, t.route_test
-    y_val, y_test = _labels(split)
+    y_val, y_test = labels(split)
     gnn_val = predictions.filter(pl.col("split") == "val")["gnn_pred"].to_numpy()
     gnn_test = predictions.filter(pl.col("split") == "test")["gnn_pred"].to_numpy()
     budget, order = cfg.method.get("review_budget") or {}, cfg.method.get("review_order", "ambiguous")
@@ -181,10 +87,10 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
         "test_band_reviewed_share": len(pick_test) / routed_test if routed_test else 1.0,
         "test_routed_unreviewed": routed_test - len(pick_test),
     }
-    mode = load_mode(_plain(cfg.evidence), _plain(cfg.relation)["templates"], t.calibrated())
-    with _reviewer(cfg, mode, split) as reviewer:
-        rev_val = reviewer.review(_hypotheses(split.part("val"), pick_val, t.scores.val))
-        rev_test = reviewer.review(_hypotheses(split.part("test"), pick_test, t.scores.test))
+    mode = load_mode(plain(cfg.evidence), plain(cfg.relation)["templates"], t.calibrated())
+    with reviewer_for(cfg, mode, split) as reviewer:
+        rev_val = reviewer.review(hypotheses(split.part("val"), pick_val, t.scores.val))
+        rev_test = reviewer.review(hypotheses(split.part("test"), pick_test, t.scores.test))
         metrics |= reviewer.metrics()
         cache, examples = reviewer.cache_path(), reviewer.shown_examples  # logging must not build it
     fell_back = check_failures([r.result for r in rev_val + rev_test], float(cfg.method["max_review_failure_rate"]),
@@ -210,34 +116,6 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
 def _fallback_tags(share: float) -> dict[str, str]:
     """The MLflow tag that names a cell whose reviews partly fell back (``stage.fallback_note``)."""
     return {"review_fallback": note} if (note := fallback_note(share)) else {}
-
-
-def val_gamma(r_val: np.ndarray, gnn_val: np.ndarray, y_val: np.ndarray, pick_val: np.ndarray, rev_val: list,
-              on_failure: str, rule: str = "paper") -> float:
-    """gamma maximising validation F1 of the whole decision: the reviewed hypotheses (``pick_val``)
-    by the review rule (``llm.decision``), every other one at its fixed decision (0 / 1 outside the band, the GNN-only
-    decision for routed ones over the budget)."""
-    base_val = np.where(r_val == -1, gnn_val, r_val)
-    rest = np.ones(len(y_val), bool)
-    rest[pick_val] = False
-    c = prf(y_val[rest], base_val[rest])
-    return choose_gamma(rev_val, y_val[pick_val], gnn_val[pick_val], on_failure,
-                        base_counts=(int(c["tp"]), int(c["fp"]), int(c["fn"])), rule=rule)
-
-
-def _reviewer(cfg: DictConfig, mode, split: Split):
-    from hygrail.review.fewshot import choose
-    from hygrail.review.stage import Reviewer
-
-    # Few-shot examples: training pairs only, fixed per (relation, seed) whatever is reviewed.
-    fewshot = choose(split, _plain(cfg.llm.fewshot) if cfg.llm.get("fewshot") else None, int(cfg.seed))
-    return Reviewer(_plain(cfg.llm), mode, split.train_graph, split.relation, Path(cfg.paths.cache) / "llm", int(cfg.seed),
-                    fewshot)
-
-
-def _hypotheses(part: pl.DataFrame, idx: np.ndarray, scores: np.ndarray | None) -> list[Hypothesis]:
-    src, dst = part["src"].to_numpy(), part["dst"].to_numpy()
-    return [Hypothesis(int(src[i]), int(dst[i]), None if scores is None else float(scores[i])) for i in idx]
 
 
 def regions(route: np.ndarray, picked: np.ndarray) -> np.ndarray:
@@ -267,14 +145,14 @@ def run_kgfm(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
     context (``method.context``, hygrail/baselines/kgfm.py), no GNN score, no triage; gamma by the
     same rule on validation. With ``method.cap`` a stratified sample is reviewed and metrics are
     computed on that sample."""
-    y_val, y_test = _labels(split)
+    y_val, y_test = labels(split)
     cap = cfg.method.get("cap") or {}
     pick_val = stratified_cap(y_val, cap.get("val"), int(cfg.seed))
     pick_test = stratified_cap(y_test, cap.get("test"), int(cfg.seed) + 1)
-    mode = load_mode(_plain(cfg.method.context), _plain(cfg.relation)["templates"])
-    with _reviewer(cfg, mode, split) as reviewer:
-        rev_val = reviewer.review(_hypotheses(split.part("val"), pick_val, None))
-        rev_test = reviewer.review(_hypotheses(split.part("test"), pick_test, None))
+    mode = load_mode(plain(cfg.method.context), plain(cfg.relation)["templates"])
+    with reviewer_for(cfg, mode, split) as reviewer:
+        rev_val = reviewer.review(hypotheses(split.part("val"), pick_val, None))
+        rev_test = reviewer.review(hypotheses(split.part("test"), pick_test, None))
         metrics = reviewer.metrics()
         cache = reviewer.cache_path()
     fell_back = check_failures([r.result for r in rev_val + rev_test], float(cfg.method["max_review_failure_rate"]),
@@ -294,7 +172,7 @@ def run_kgfm(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
     pred[pick_val] = dec_val
     pred[len(y_val) + pick_test] = dec_test
     zeros_val, zeros_test = np.zeros(len(y_val)), np.zeros(len(y_test))
-    predictions = _predictions(kg, split, zeros_val, zeros_test, zeros_val, zeros_test).drop("score", "gnn_pred")
+    predictions = prediction_table(kg, split, zeros_val, zeros_test, zeros_val, zeros_test).drop("score", "gnn_pred")
     predictions = predictions.with_columns(
         pl.Series("pred", pred), *_review_columns(split, [(pick_val, rev_val), (pick_test, rev_test)]))
     return CellResult(metrics | {"review_fallback_share": fell_back}, predictions,
@@ -307,8 +185,8 @@ def run_tsh(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
     the two under one rule)."""
     from hygrail.baselines.tsh import tsh_scores
 
-    res = tsh_scores(split, _plain(cfg.method), cfg.routing.threshold)
-    metrics, predictions = _thresholded(kg, split, res.val, res.test, res.threshold, "tsh_")
+    res = tsh_scores(split, plain(cfg.method), cfg.routing.threshold)
+    metrics, predictions = thresholded(kg, split, res.val, res.test, res.threshold, "tsh_")
     metrics |= _method_metrics(metrics, "tsh_") | {"test_call_rate": 0.0, "val_call_rate": 0.0}
     metrics |= {f"tsh_weight_{k}": float(v) for k, v in res.weights.items()} | {"tsh_fit_seconds": res.seconds}
     return CellResult(metrics, predictions.rename({"gnn_pred": "pred"}), gnn_threshold=res.threshold)
@@ -320,8 +198,8 @@ def run_structural(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellRe
     ``routing.threshold``'s rule, as TSH is."""
     from hygrail.baselines.structural import structural_scores
 
-    res = structural_scores(split, _plain(cfg.method), cfg.routing.threshold)
-    metrics, predictions = _thresholded(kg, split, res.val, res.test, res.threshold, "structural_")
+    res = structural_scores(split, plain(cfg.method), cfg.routing.threshold)
+    metrics, predictions = thresholded(kg, split, res.val, res.test, res.threshold, "structural_")
     metrics |= _method_metrics(metrics, "structural_") | {"test_call_rate": 0.0, "val_call_rate": 0.0}
     metrics |= {f"structural_weight_{k}": v for k, v in res.weights.items()} | {"structural_fit_seconds": res.seconds}
     return CellResult(metrics, predictions.rename({"gnn_pred": "pred"}), gnn_threshold=res.threshold)
@@ -387,14 +265,3 @@ def _samples(kg: KG, split: Split, rev_val: list, rev_test: list) -> list[dict]:
                        | ({"review": res.review, "confidence": res.confidence, "reasoning": res.reasoning,
                            "failure": res.failure} if res else {}))
     return out
-
-
-def _predictions(kg: KG, split: Split, s_val, s_test, g_val, g_test) -> pl.DataFrame:
-    parts = pl.concat([split.part("val"), split.part("test")])
-    names = kg.names
-    return parts.with_columns(
-        pl.Series("left", [names[i] for i in parts["src"].to_list()]),
-        pl.Series("right", [names[i] for i in parts["dst"].to_list()]),
-        pl.Series("score", np.concatenate([s_val, s_test])),
-        pl.Series("gnn_pred", np.concatenate([g_val, g_test]).astype(np.int8)),
-    )

@@ -6,7 +6,7 @@ ranking table (test ROC-AUC and average precision of every method that scores pa
 TSH, the structural baselines, with the lift over preferential attachment) as markdown and CSV, and with --figures Figs. 3-4 plus F1 vs call rate across (m, n) as PNG. With
 --strategies it writes the evidence-strategies table instead (one row per evidence mode, quality
 and cost per reviewed hypothesis, and F1 per evidence tier where a mode logs tiers). Fig. 2 (score
-distribution and band) is drawn by ``score_figure`` for every cell and logged as its artifact.
+distribution and band) is drawn for every cell as it is logged (``tracking.score_figure``).
 
 Pooling: the paper's Table 3 average (45.64%) is the plain mean of its three backbone rows, so its
 numbers are means over cells; we therefore pool by macro-averaging per-relation test metrics
@@ -34,26 +34,6 @@ import polars as pl  # noqa: E402
 
 from hygrail.baselines.structural import ROWS as STRUCTURAL_ROWS  # noqa: E402
 from hygrail.tracking import NO_LLM  # noqa: E402
-
-
-def score_figure(predictions: pl.DataFrame, band: tuple[float, float] | None, threshold: float | None):
-    """Paper Fig. 2: validation score distribution by label, with the routed band [a*, b*]."""
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    val = predictions.filter(pl.col("split") == "val")
-    # Triage scores of a 1:20 task crowd near 0: zoom to where they are, not the whole [0, 1].
-    bins = np.linspace(0, min(1.0, max(0.05, 1.05 * float(predictions["score"].max()))), 41)
-    for label, colour, name in ((0, "tab:blue", "negative"), (1, "tab:red", "positive")):
-        s = val.filter(pl.col("label") == label)["score"].to_numpy()
-        ax.hist(s, bins=bins, alpha=0.6, color=colour, label=f"{name} ({len(s)})", density=True)
-    if band is not None:
-        ax.axvspan(band[0], band[1], color="grey", alpha=0.2, label=f"routed [{band[0]:.3f}, {band[1]:.3f}]")
-    if threshold is not None:
-        ax.axvline(threshold, color="black", ls="--", lw=1, label=f"GNN F1 threshold {threshold:.3f}")
-    ax.set_xlabel("GNN score")
-    ax.set_ylabel("density (validation)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
 
 
 LABELS = ("GNN", "HyGRAIL-NE", "HyGRAIL-Auto", "HyGRAIL-LLM")  # paper Table 2 rows, in its order

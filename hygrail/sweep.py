@@ -72,6 +72,8 @@ def run(cfg: DictConfig) -> dict:
     hc = HydraConfig.get()
     sweep = hc.sweep.dir if hc.mode == RunMode.MULTIRUN else hc.run.dir
     with tracking.cell_run(cfg, sweep) as cell:
+        from hygrail.stages import check_config
+
         check_config(cfg)  # before torch and Lightning are imported (~6 s): a down server fails in seconds
         import torch
 
@@ -103,25 +105,6 @@ def result_line(label: str, m: dict, run_id: str) -> str:
         line.append(f"(LLM reviewed {m['test_reviewed']:.0f} of {m['test_reviewed'] + m['test_routed_unreviewed']:.0f} routed)")
     line.append(f"| MLflow run {run_id}")
     return " ".join(line)
-
-
-def check_config(cfg: DictConfig) -> None:
-    """Options that would otherwise fail only after a cell's GNN training (or not at all), and the
-    LLM server itself: each endpoint is asked for its model list once, before any training; replicas
-    that do not answer are left out of this cell (with a warning), none answering fails it."""
-    from hygrail.evidence.mode import load_mode
-    from hygrail.review.client import endpoints, llm_settings, probe
-
-    if cfg.method.name in ("hygrail", "kgfm"):
-        context = cfg.method.context if cfg.method.name == "kgfm" else cfg.evidence
-        load_mode(OmegaConf.to_container(context, resolve=True), OmegaConf.to_container(cfg.relation.templates))
-        try:
-            llm_settings(cfg.llm)
-        except ValueError as e:
-            raise DataError(str(e)) from None
-        live = probe(cfg.llm)
-        if live and live != endpoints(llm_settings(cfg.llm)):
-            cfg.llm.base_url = live  # how the cell runs, not what it is: not part of its identity
 
 
 def discover(cfg: DictConfig) -> dict:

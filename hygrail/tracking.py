@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+import numpy as np
+import polars as pl
 from filelock import FileLock
 from omegaconf import DictConfig, OmegaConf
 
@@ -234,8 +236,6 @@ class CellRun:
 
     def log_result(self, result) -> None:
         """The finished cell's figures (metrics) and files (artifacts)."""
-        from hygrail.report import score_figure
-
         with tempfile.TemporaryDirectory() as tmp:
             # Files first, outside the store lock: parallel jobs wait only for the MLflow writes.
             tmp = Path(tmp)
@@ -347,6 +347,32 @@ def method_label(cfg: DictConfig) -> str:
     label = label if m == "kgfm" or rule == "max_f1" else f"{label} ({rule})"
     # split.graph_cut=time is another protocol than the paper's: its rows carry it
     return f"{label} (time cut)" if cfg.split.get("graph_cut", "relation") == "time" else label
+
+
+def score_figure(predictions: pl.DataFrame, band: tuple[float, float] | None, threshold: float | None):
+    """Paper Fig. 2: validation score distribution by label, with the routed band [a*, b*]; logged
+    as every cell's artifact score_distribution.png."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # figures are files; no display on servers
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    val = predictions.filter(pl.col("split") == "val")
+    # Triage scores of a 1:20 task crowd near 0: zoom to where they are, not the whole [0, 1].
+    bins = np.linspace(0, min(1.0, max(0.05, 1.05 * float(predictions["score"].max()))), 41)
+    for label, colour, name in ((0, "tab:blue", "negative"), (1, "tab:red", "positive")):
+        s = val.filter(pl.col("label") == label)["score"].to_numpy()
+        ax.hist(s, bins=bins, alpha=0.6, color=colour, label=f"{name} ({len(s)})", density=True)
+    if band is not None:
+        ax.axvspan(band[0], band[1], color="grey", alpha=0.2, label=f"routed [{band[0]:.3f}, {band[1]:.3f}]")
+    if threshold is not None:
+        ax.axvline(threshold, color="black", ls="--", lw=1, label=f"GNN F1 threshold {threshold:.3f}")
+    ax.set_xlabel("GNN score")
+    ax.set_ylabel("density (validation)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
 
 
 def ui_links(uri: str, base: str) -> list[str]:

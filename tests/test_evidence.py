@@ -573,7 +573,7 @@ def test_evidence_configs_compose():
 
 def test_cli_prints_evidence_and_text(matkg_schema, tmp_path, capsys):
     from hygrail.data.csv import save_csv
-    from hygrail.evidence.__main__ import main
+    from hygrail.explain import main
 
     g = random_kg(matkg_schema, {"CHM": 30, "APL": 20, "PRO": 20}, draws=300, seed=1)
     save_csv(g, tmp_path)

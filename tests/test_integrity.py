@@ -243,8 +243,10 @@ def test_graph_cut_time_scores_test_on_the_test_graph_and_labels_its_rows(tmp_pa
     from hydra import compose, initialize_config_dir
 
     from hygrail import tracking
-    from hygrail.baselines.tsh import pair_features, score_pairs, fit_on_validation
-    from hygrail.pipeline import build_split, run_cell
+    from hygrail.baselines.tsh import fit_on_validation, score_pairs
+    from hygrail.descriptors import pair_features
+    from hygrail.pipeline import run_cell
+    from hygrail.stages import build_split
 
     def cfg(*extra):
         with initialize_config_dir(str(CONF), version_base="1.3"):

@@ -16,7 +16,8 @@ from hygrail import tracking
 from hygrail.evidence.naturalize import Template
 from hygrail.kg import DataError
 from hygrail.metrics import REGIONS
-from hygrail.pipeline import build_split, review_order, run_cell, stratified_cap
+from hygrail.pipeline import run_cell, stratified_cap
+from hygrail.stages import build_split, review_order
 from hygrail.review.contract import LLMCallError
 from hygrail.report import load_runs, table2
 from scripted_server import Reply, ScriptedServer, ok_review
@@ -250,11 +251,11 @@ def test_a_mode_can_decide_without_review_and_break_f1_down(tmp_path, server):
 
 
 def test_a_kg_without_years_gets_a_random_split_and_says_so(tmp_path, server, monkeypatch, caplog):
-    from hygrail import pipeline
+    from hygrail import stages
     from hygrail.kg import KG, NO_YEAR
 
-    load = pipeline.load_kg
-    monkeypatch.setattr(pipeline, "load_kg", lambda c: (kg := load(c)) and KG(
+    load = stages.load_kg
+    monkeypatch.setattr(stages, "load_kg", lambda c: (kg := load(c)) and KG(
         kg.schema, kg.nodes, kg.edges.with_columns(pl.lit(NO_YEAR).alias("year"))))
     res = run_cell(_cfg(tmp_path, server.base_url, "method=gnn_only"))
     assert res.tags == {"split": "random", "split_ties": "shuffle", "split_graph_cut": "relation"} and res.metrics["split_dated_positives"] == 0
@@ -267,7 +268,7 @@ def test_routing_threshold_rule_sets_the_decision_of_gnn_and_tsh(tmp_path, serve
     and the logged threshold, predictions and F1 follow it (routing.py decision_threshold)."""
     from sklearn.metrics import f1_score
 
-    from hygrail.triage.routing import max_f1
+    from hygrail.thresholds import max_f1
 
     paper = run_cell(_cfg(tmp_path, server.base_url, f"method={method}"))
     half = run_cell(_cfg(tmp_path, server.base_url, f"method={method}", "routing.threshold=half_max_f1"))

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from conftest import CONF, scripted_llm
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import DataError
-from hygrail.pipeline import build_split
+from hygrail.stages import build_split
 from hygrail.review.fewshot import build, choose
 from hygrail.review.stage import Reviewer
 from scripted_server import Reply, ScriptedServer, ok_review

@@ -1,10 +1,10 @@
-"""Which routed hypotheses a review budget keeps (method.review_order, hygrail/pipeline.py)."""
+"""Which routed hypotheses a review budget keeps (method.review_order, hygrail/stages.py)."""
 
 import numpy as np
 import pytest
 
 from hygrail.kg import DataError
-from hygrail.pipeline import review_order
+from hygrail.stages import review_order
 
 
 def test_random_order_is_a_seeded_sample_of_the_band_not_its_most_ambiguous_end():

@@ -6,16 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from hygrail.triage.routing import (
-    auto_purities,
-    calibrate_band,
-    capped_window,
-    decision_threshold,
-    f1_threshold,
-    max_f1,
-    purity_interval,
-    route,
-)
+from hygrail.triage.routing import auto_purities, calibrate_band, capped_window, purity_interval, route
+from hygrail.thresholds import decision_threshold, f1_threshold, max_f1
 
 
 def cuts(band):

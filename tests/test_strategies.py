@@ -390,7 +390,7 @@ def test_graph2idea_two_stages_once_cached_and_fallback(kg, rel, templates, tmp_
 
 
 def test_modes_without_a_client_fall_back(kg, rel, templates):
-    """What `python -m hygrail.evidence` shows without --llm: each pre-stage mode's template fallback."""
+    """What `python -m hygrail.explain` shows without --llm: each pre-stage mode's template fallback."""
     for name in ("hykge", "graph2idea"):
         mode = load_mode(evidence_cfg(name), templates)
         assert mode.uses_llm

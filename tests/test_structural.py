@@ -20,10 +20,10 @@ from conftest import ROOT, named_kg
 from hygrail.baselines import structural
 from hygrail.baselines.structural import (adamic_adar, common_neighbours, degree_features, paths3,
                                           preferential_attachment, structural_scores)
-from hygrail.baselines.tsh import descriptors
+from hygrail.descriptors import descriptors
 from hygrail.data.split import Split
 from hygrail.kg import DataError, Relation, Schema
-from hygrail.triage.routing import max_f1
+from hygrail.thresholds import max_f1
 from test_tsh import _planted_split
 
 XY = Relation("xy", "X", "Y")
@@ -127,13 +127,14 @@ def test_bad_options_and_one_class_validation_are_one_line_errors():
 
 
 def test_thresholded_score_models_log_auc_and_ap_under_their_names():
-    from hygrail.pipeline import _method_metrics, _thresholded
+    from hygrail.pipeline import _method_metrics
+    from hygrail.stages import thresholded
 
     split = _planted_split()
     rng = np.random.default_rng(0)
     y_val, y_test = split.part("val")["label"].to_numpy(), split.part("test")["label"].to_numpy()
     s_val, s_test = rng.random(len(y_val)) * 0.5 + 0.5 * y_val, rng.random(len(y_test))
-    metrics, _ = _thresholded(split.train_graph, split, s_val, s_test, 0.5, "gnn_")
+    metrics, _ = thresholded(split.train_graph, split, s_val, s_test, 0.5, "gnn_")
     assert metrics["gnn_test_auc"] == roc_auc_score(y_test, s_test) and metrics["gnn_val_ap"] == average_precision_score(y_val, s_val)
     own = _method_metrics(metrics, "gnn_")
     assert (own["test_auc"], own["test_ap"], own["val_auc"]) == (
@@ -165,7 +166,7 @@ def test_structural_cells_log_auc_and_ap_through_a_real_sweep_and_reach_the_repo
     from hydra import compose, initialize_config_dir
 
     from conftest import CONF
-    from hygrail.pipeline import build_split
+    from hygrail.stages import build_split
     from hygrail.report import main as report_main
 
     overrides = ["data.scale=0.5", "relation=chm_apl", f"paths.outputs={tmp_path}", "tracking.experiment=structural_test"]

@@ -26,7 +26,7 @@ from hygrail.triage.features import (
     pair_features,
     target_edge_positions,
 )
-from hygrail.triage.routing import max_f1
+from hygrail.thresholds import max_f1
 from hygrail.triage.train import load_scorer, triage_scores
 
 LOG2 = math.log(2)
@@ -290,7 +290,7 @@ def test_plus_head_reads_the_configured_inputs(planted_split, inputs):
     """head_inputs: tsh gives the head [decoder logit, TSH's classifier inputs of the pair] (checked
     against TSH's own design of the test pairs, computed apart); link gives it [decoder logit, the
     link features the MLP reads]; the other part's columns, if present, carry no weight."""
-    from hygrail.baselines import tsh
+    from hygrail import descriptors
 
     cfg = FAST["hgt_plus"] | {"epochs": 2, "val_every": 1, "head_folds": 3, "head_inputs": inputs}
     run = train.fit(planted_split, cfg, seed=3)
@@ -307,7 +307,7 @@ def test_plus_head_reads_the_configured_inputs(planted_split, inputs):
     coef = bb.head.coef.numpy()
     assert bb.head.chosen == inputs and (coef[:, 0] != 0).all()  # the logit is in both sets
     if inputs == "tsh":
-        want = tsh.design(tsh.pair_features(g, s, d, {"embedding": False}))
+        want = descriptors.design(descriptors.pair_features(g, s, d, {"embedding": False}))
         assert x.shape == (len(s), 1 + n_link + want.shape[1])
         np.testing.assert_allclose(x[:, 1 + n_link :], want, rtol=1e-4, atol=1e-4)
         assert (coef[:, 1 : 1 + n_link] == 0).all() and (coef[:, 1 + n_link :] != 0).any(0).sum() > want.shape[1] // 2

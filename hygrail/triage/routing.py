@@ -1,8 +1,5 @@
-"""Paper §3.1 decisions on GNN scores: the GNN-only threshold and HyGRAIL's purity band.
-
-``f1_threshold``: the validation threshold maximising F1 (predict 1 iff s >= t), fixed for test.
-``decision_threshold``: the threshold a ``routing.threshold`` rule asks for: ``max_f1`` (the paper's,
-``f1_threshold``) or ``half_max_f1`` (half the validation max F1, on probability scores).
+"""Paper §3.1 on GNN scores: HyGRAIL's purity band (the GNN-only decision threshold is a shared
+concept, ``hygrail.thresholds``: TSH and the structural baselines choose theirs by the same rules).
 
 ``purity_interval``: the band [a*, b*] of ambiguous scores. For a lower cut a, the negative
 purity is the fraction of negatives among validation hypotheses with s < a; for an upper cut b,
@@ -64,57 +61,8 @@ from dataclasses import dataclass, replace
 from typing import Mapping
 
 import numpy as np
-from sklearn.metrics import precision_recall_curve
 
-
-def max_f1(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
-    """(best F1, its threshold t) over thresholds "predict 1 iff s >= t" on these scores.
-
-    No positive label: F1 is 0 for every t; returns (0.0, +inf), i.e. predict nothing.
-    Ties in F1: the lowest threshold (first in sklearn's ascending order)."""
-    scores, labels = _check(scores, labels)
-    if labels.sum() == 0:
-        return 0.0, float("inf")
-    precision, recall, thresholds = precision_recall_curve(labels, scores)
-    # The last (precision=1, recall=0) point has no threshold.
-    p, r = precision[:-1], recall[:-1]
-    f1 = np.divide(2 * p * r, p + r, out=np.zeros_like(p), where=(p + r) > 0)
-    best = int(np.argmax(f1))
-    return float(f1[best]), float(thresholds[best])
-
-
-def f1_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
-    """Validation threshold maximising F1; predict 1 iff score >= threshold (see ``max_f1``)."""
-    return max_f1(scores, labels)[1]
-
-
-THRESHOLD_RULES = ("max_f1", "half_max_f1")
-
-
-def decision_threshold(scores: np.ndarray, labels: np.ndarray, rule: str = "max_f1") -> float:
-    """The GNN-only decision threshold of ``routing.threshold``, from validation only.
-
-    ``max_f1``: the paper's, the score where validation F1 peaks (``f1_threshold``).
-    ``half_max_f1``: F1*/2 with F1* the validation max F1. For calibrated probabilities the
-    F1-optimal threshold is half the optimal F1 (Lipton, Elkan & Narayanaswamy 2014, "Optimal
-    thresholding of classifiers to maximize F1 measure"); the rule reads the curve's height, not
-    where on a small validation set its peak happens to fall. Why it exists: with 19 validation
-    positives (synthetic CHM-APL) the peak's location is one or two hypotheses, and the plus heads
-    carried it to test badly (README, triage: test F1 below TSH's while the best test F1 any
-    threshold reaches was above it). With large validation sets it does not pay (second KG, 145-320
-    validation positives: F1 0.505 -> 0.502 for heteroconv_plus, 0.466 -> 0.454 for TSH), so it is
-    an option, not the default. Scores must be probabilities in [0, 1]: the plus heads' and
-    TSH's are (logistic regressions fit on validation); so are the paper backbones' sigmoids."""
-    if rule == "max_f1":
-        return f1_threshold(scores, labels)
-    if rule != "half_max_f1":
-        raise ValueError(f"routing.threshold={rule!r}; expected one of {', '.join(THRESHOLD_RULES)}")
-    scores, labels = _check(scores, labels)
-    if len(scores) and (scores.min() < 0 or scores.max() > 1):
-        raise ValueError(f"routing.threshold=half_max_f1 needs probability scores in [0, 1]; got "
-                         f"[{scores.min():.3g}, {scores.max():.3g}]")
-    best, t = max_f1(scores, labels)
-    return t if best == 0 else best / 2  # no positive: predict nothing, as max_f1 does
+from hygrail.thresholds import check_scores
 
 
 @dataclass(frozen=True)
@@ -138,7 +86,7 @@ class Band:
 
 def purity_interval(scores: np.ndarray, labels: np.ndarray, m: float, n: float) -> Band:
     """The band of paper §3.1 routing the fewest validation hypotheses (module docstring)."""
-    scores, labels = _check(scores, labels)
+    scores, labels = check_scores(scores, labels)
     if not (0.0 <= m <= 1.0 and 0.0 <= n <= 1.0):
         raise ValueError(f"purity parameters must lie in [0, 1], got m={m}, n={n}")
     if len(scores) == 0:
@@ -186,7 +134,7 @@ def capped_window(scores: np.ndarray, labels: np.ndarray, max_call_rate: float) 
     then the most positives inside (the reviewer can only confirm positives it is shown; they are
     the rare class), then the lowest window. O(N log N): for each number k of score groups below, the best window
     extends as far up as the cap allows (errors above only fall as it grows)."""
-    scores, labels = _check(scores, labels)
+    scores, labels = check_scores(scores, labels)
     if len(scores) == 0:
         raise ValueError("capped_window: empty validation scores")
     values, group, counts = np.unique(scores, return_inverse=True, return_counts=True)
@@ -245,15 +193,3 @@ def route(scores: np.ndarray, band: Band) -> np.ndarray:
     out[s < band.a] = 0
     out[s > band.b] = 1
     return out
-
-
-def _check(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    scores = np.asarray(scores, dtype=np.float64).ravel()
-    labels = np.asarray(labels).ravel()
-    if scores.shape != labels.shape:
-        raise ValueError(f"scores and labels differ in length: {scores.shape[0]} vs {labels.shape[0]}")
-    if not np.isin(labels, (0, 1)).all():
-        raise ValueError("labels must be 0/1")
-    if np.isnan(scores).any():
-        raise ValueError("scores contain NaN")
-    return scores, labels.astype(np.int64)

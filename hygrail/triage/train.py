@@ -41,7 +41,7 @@ from hygrail.kg import KG, DataError
 from hygrail.triage.backbones import BACKBONES
 from hygrail.triage.features import hetero_graph, link_feature_names, node_inputs, target_edge_positions
 from hygrail.triage.module import TriageModule
-from hygrail.triage.routing import max_f1
+from hygrail.thresholds import max_f1
 
 # Bump when a code change alters trained scores: old cache entries then miss instead of lying.
 CODE_VERSION = "triage-5"  # 5: the plus head compares its input sets without the logit, over head_repeats partitions
@@ -392,7 +392,7 @@ def name_embeddings(kg: KG, model: str | None) -> np.ndarray | None:
     """Unit sentence embeddings of the node names (TSH's encoder and per-process cache), or None."""
     if not model:
         return None
-    from hygrail.baselines.tsh import embed_names
+    from hygrail.names import embed_names
 
     return embed_names(kg.names, str(model))
 

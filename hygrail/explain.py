@@ -1,10 +1,12 @@
-"""Print the graph evidence and its text for hypotheses a person wants to read.
+"""Explain hypotheses: print the graph evidence and its text a reviewer would get, for the pairs a
+person wants to read (a task of its own: it composes data, split, an evidence mode and, for modes
+with LLM pre-stages, the reviewer's client).
 
-    python -m hygrail.evidence --relation chm_apl --sample 3                  # random val/test pairs
-    python -m hygrail.evidence --relation chm_apl --left LiFePO4 --right battery --json
-    python -m hygrail.evidence --data matkg --evidence llm data.path=/data/matkg evidence.k=8
-    python -m hygrail.evidence --data csv data.path=/data/mykg +split.neg_ratio=5
-    python -m hygrail.evidence --evidence llm --llm embedded                   # run the LLM pre-stage
+    python -m hygrail.explain --relation chm_apl --sample 3                  # random val/test pairs
+    python -m hygrail.explain --relation chm_apl --left LiFePO4 --right battery --json
+    python -m hygrail.explain --data matkg --evidence llm data.path=/data/matkg evidence.k=8
+    python -m hygrail.explain --data csv data.path=/data/mykg +split.neg_ratio=5
+    python -m hygrail.explain --evidence llm --llm embedded                   # run the LLM pre-stage
 
 Config groups compose from conf/ as in the sweep (``--data``, ``--relation``, ``--evidence``,
 ``--llm``; extra ``key=value`` Hydra overrides after them). Evidence is always retrieved from the
@@ -31,7 +33,7 @@ from hygrail.data.split import temporal_split
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import DataError
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
 def load_config(data: str, relation: str, evidence: str, llm: str | None, overrides: list[str]) -> DictConfig:
@@ -67,7 +69,7 @@ def pick(split, kg, args) -> list[tuple[int, int, int | None]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m hygrail.evidence", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m hygrail.explain", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default="matkg_synthetic", help="conf/data option")
     ap.add_argument("--relation", default="chm_apl", help="conf/relation option")
     ap.add_argument("--evidence", default="template", help="conf/evidence option (none, template, llm, ...)")
