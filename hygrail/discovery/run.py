@@ -24,8 +24,8 @@ import polars as pl
 from omegaconf import DictConfig
 
 from hygrail.data import load_kg
+from hygrail.discovery import entities, options
 from hygrail.discovery.cards import COLUMNS, write_html, write_markdown, write_table
-from hygrail.discovery import options
 from hygrail.discovery.retro import check_cutoff, future_edges, hygrail_order, labels_of, ranking_metrics
 from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, PreferentialAttachment, TSHBlocks, two_stage, walk
 from hygrail.discovery.space import CandidateSpace, ranking
@@ -48,6 +48,7 @@ class Discovery:
     curves: dict[str, np.ndarray] = field(default_factory=dict)  # precision@k, k = 1..max(ks)
     space: CandidateSpace | None = None  # the candidates (on the graph known by the cutoff)
     graph: object = None  # the split's training graph: what the GNN, TSH and the evidence read
+    entities: entities.EntityReport | None = None  # discover.entities' lists, the per-entity retrospective
 
 
 def default_out(cfg: DictConfig) -> Path:
@@ -73,6 +74,7 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     else:
         known = kg
     space = CandidateSpace(known, relation)
+    wanted = entities.options(d, space)  # before any training: a misspelt entity fails in seconds
     if cutoff is not None and space.size > int(d["eval_max_pairs"]):
         raise DataError(f"discover.cutoff={cutoff}: the retrospective evaluation keeps every candidate's score per "
                         f"method; {space.size:,} candidates exceed discover.eval_max_pairs={d['eval_max_pairs']:,} "
@@ -137,6 +139,11 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
                                                                decisions, future, kg.num_nodes)
         metrics |= retro_metrics
         timer["evaluate"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result.entities = entities.entity_report(d, wanted, space, gnn, band, split, future, seed)
+    if result.entities is not None:
+        metrics |= result.entities.metrics
+        timer["entities"] = time.perf_counter() - t0
     metrics |= {"gamma": gamma if gamma is not None else float("nan")}
     metrics |= {f"discover_seconds_{k}": v for k, v in timer.items()}
     result.summary = summary(cfg, space, band, triage.threshold, gamma, w, len(reviewed), metrics, exact)
@@ -322,6 +329,8 @@ def write_report(result: Discovery) -> Path:
     write_table(result.table, out)
     write_markdown(result.table, result.summary, result.retro, out)
     write_html(result.table, result.summary, result.retro, figure, out)
+    if result.entities is not None:
+        entities.add_to_report(result.entities, out)
     (out / "metrics.json").write_text(json.dumps(result.metrics, indent=1, default=float))
     return out
 

@@ -46,15 +46,17 @@ class CandidateSpace:
 
     def blocks(self, block_size: int) -> Iterator[Block]:
         """Blocks of ``block_size`` source nodes over all destinations, in source order."""
-        adj = self.kg.adjacency
         for lo in range(0, len(self.src), block_size):
-            src = self.src[lo : lo + block_size]
-            valid = adj[src][:, self.dst].toarray() == 0
-            if (excluded := self.kg.excluded_block(src, self.dst)) is not None:
-                valid &= ~excluded
-            if self.same_type:  # each unordered pair once, as (smaller id, larger id)
-                valid &= src[:, None] < self.dst[None, :]
-            yield Block(src, valid)
+            yield self.block(self.src[lo : lo + block_size])
+
+    def block(self, src: np.ndarray) -> Block:
+        """The candidates of the given source nodes (known ones) over all destinations."""
+        valid = self.kg.adjacency[src][:, self.dst].toarray() == 0
+        if (excluded := self.kg.excluded_block(src, self.dst)) is not None:
+            valid &= ~excluded
+        if self.same_type:  # each unordered pair once, as (smaller id, larger id)
+            valid &= src[:, None] < self.dst[None, :]
+        return Block(src, valid)
 
     def pairs(self, block_size: int = 1 << 18) -> tuple[np.ndarray, np.ndarray]:
         """Every candidate as (src, dst) arrays in walk order (source-major, then destination), the

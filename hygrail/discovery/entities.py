@@ -1,0 +1,430 @@
+"""Per-entity discovery (issue #28): the best partners of the entities a person names, and how well
+each method ranks one entity's own candidates against what was found after a cutoff.
+
+Why per entity: a chemist asks "which precursors for this target?", a clinician "which features
+does this disease have?", not "which pairs of the whole space?"; the global ranking's head is a
+few entities' pairs and says nothing about the rest. Each entity of ``discover.entities`` gets its
+own list: its candidates (pairs with a node of the relation's other type that the candidate space
+holds: known, not observed, not excluded; ``CandidateSpace.contains``) ranked by the discovery
+GNN's logits (ties by ``space.tiebreak``, as every ranking of discovery), the best
+``discover.entity_k`` as a section of the report (``hypotheses.md``, ``index.html``).
+
+Naming an entity (``resolve``): a node id (the ``left_id`` / ``right_id`` of the report's table:
+the loaders keep no source keys such as HPO's OMIM ids beyond the names made unique with them),
+else the exact name, else the name case-insensitively, among the nodes of the relation's two types.
+A name held by several nodes (a material that is both a Target and a Precursor) or by none is a
+one-line DataError listing the nodes it could mean or the closest names (difflib). The entities are
+resolved before any training, so a typo costs seconds.
+
+Cost: a query scores one entity's candidates (hundreds to thousands of pairs) with the model the
+run has loaded. Measured on the synthetic MatKG at data.scale=1 (3,000 nodes; CHM-APL, R-GCN,
+model cached; 2 cores shared, load average ~7; 2026-12-02): a CHM's top 20 of its 419 candidates
+and an APL's of its 658 took 0.013 s each. The whole ``task=discover`` run naming both took 13.3 s
+with ``discover.top_k=20`` (13.9 s with the default 1,000, whose evidence cards take 2.2 s): 10.2 s
+to prepare (generate the KG, split it, load the model and encode the graph) and 3.0 s to score all
+275,508 candidates. The query itself is far inside a 10 s budget; the run around it is not (13.3 s),
+nearly all of that the preparation every discovery run pays.
+
+Retrospective (``found_at``, ``summarise``, with ``discover.cutoff``): every entity of the relation's source type
+that gains edges after the cutoff (its answers: the future edges between nodes known by then,
+``retro.future_edges``, at any year after the cutoff); each method ranks all of that entity's
+candidates; hits@k (some answer in the top k) and recall@k (the share of its answers there) at
+``discover.entity_ks`` (1, 5, 10), and all@10 (every answer in the top 10), are averaged over those
+entities, with standard errors (sample standard deviation / sqrt(n)). Methods: the GNN, TSH
+(``scoring.TSHBlocks``, fit on validation as in ``task=run``) and the baselines of
+``discover.entity_baselines``, each a function of the graph, the space and ``discover.compatible``,
+naming no data set (``BASELINES``). All read the split's training graph, the graph the GNN and TSH
+read:
+
+- ``popularity``: the candidate's degree over all edge types (how studied it is);
+- ``relation_popularity``: its degree within the relation (how many targets use a precursor, how
+  many diseases show a feature): the per-entity form of "hubs link next";
+- ``compatible_popularity``: relation popularity among the candidates compatible with the entity,
+  then the others: a candidate is compatible when each of its neighbours of type
+  ``discover.compatible.via`` (not named in ``discover.compatible.ignore``) is a neighbour of the
+  entity too. On the synthesis recipes (via: Element, ignore: O, C, H, N) that is a precursor
+  every element of which, other than the anion-forming and volatile O, C, H and N, occurs in the
+  target: the chemist's first filter, read from the static Target-Element / Precursor-Element
+  edges (known at any cutoff). A precursor of O, C, H, N only (H2O, NH4NO3 ...) is compatible
+  with every target.
+- ``paths3``: the number of 3-paths over the relation's own edges, (A·Aᵀ·A)[u, v]: u's partners'
+  other sources' partners, the bipartite analogue of common neighbours (as ``method=paths3``,
+  hygrail/baselines/structural.py).
+
+``lift``: the paired difference of hits@k (k = 10) between the GNN (and TSH) and the best baseline,
+entity by entity, with its standard error: the question "does the learned ranking beat the best
+heuristic by more than 2 SE?".
+
+On the recipes ``all_at_10`` is the share of targets whose every future precursor is in the top
+10. This is not He et al.'s success rate (Sci. Adv. 9, eadg8180, 2023: "when proposing five
+precursor sets for each of 2,654 unseen test target materials", at least 82% succeed): they
+propose whole precursor *sets*, and a target succeeds when one of five proposed sets matches a
+reported recipe; here single precursors are ranked, a target's answers are only the precursors
+first reported after the cutoff (those it already had by then are observed edges, not
+candidates), and no set is checked to be a recipe. A list of 10 single precursors holding every
+future one is neither harder nor easier in general than five sets holding one whole recipe.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+
+from hygrail.baselines.structural import relation_adjacency, structure
+from hygrail.discovery.retro import Future
+from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, TSHBlocks
+from hygrail.discovery.space import Block, CandidateSpace, ranking, tiebreak
+from hygrail.kg import KG, DataError
+from hygrail.triage.routing import Band, route
+
+Scorer = Callable[[Block], np.ndarray]  # an S x D array of ranking scores per block (higher first)
+
+
+@dataclass(frozen=True)
+class Entity:
+    node: int
+    name: str
+    node_type: str
+
+    def __str__(self) -> str:
+        return f"{self.node_type} '{self.name}' (id {self.node})"
+
+
+# -- naming entities ------------------------------------------------------------------------------
+def resolve(space: CandidateSpace, given: Sequence) -> list[Entity]:
+    """The nodes ``discover.entities`` names (module docstring), each known to ``space``."""
+    kg, rel = space.kg, space.relation
+    types = list(dict.fromkeys((rel.src, rel.dst)))
+    pool = np.concatenate([kg.nodes_of_type(t) for t in types])
+    names = [kg.names[i] for i in pool]
+    known = np.union1d(space.src, space.dst)
+    out = []
+    for value in given:
+        node = _node(kg, value, types, pool, names)
+        entity = Entity(node, kg.label(node), kg.type_of(node))
+        if node not in known:
+            raise DataError(f"discover.entities: {entity} has no edges in the graph discovery reads (with a cutoff, "
+                            f"none by then): it has no candidates to rank")
+        out.append(entity)
+    return out
+
+
+def _node(kg: KG, value, types: list[str], pool: np.ndarray, names: list[str]) -> int:
+    text = str(value).strip()
+    wanted = " or ".join(types)
+    if isinstance(value, int) or text.isdigit():  # a node id
+        node = int(text)
+        if not 0 <= node < kg.num_nodes:
+            raise DataError(f"discover.entities: no node has id {node}; expected 0..{kg.num_nodes - 1}")
+        if kg.type_of(node) not in types:
+            raise DataError(f"discover.entities: id {node} is {kg.type_of(node)} '{kg.label(node)}'; expected a {wanted}")
+        return node
+    for same in (str.__eq__, lambda a, b: a.lower() == b.lower()):  # exact, then case-insensitive
+        hits = [int(i) for i, n in zip(pool, names) if same(n, text)]
+        if len(hits) == 1:
+            return hits[0]
+        if hits:
+            nodes = ", ".join(str(Entity(i, kg.label(i), kg.type_of(i))) for i in hits)
+            raise DataError(f"discover.entities: {text!r} names {len(hits)} nodes: {nodes}; give one by its id")
+    lowered: dict[str, list[int]] = {}
+    for i, n in zip(pool.tolist(), names):
+        lowered.setdefault(n.lower(), []).append(i)
+    close = [i for c in difflib.get_close_matches(text.lower(), list(lowered), n=5) for i in lowered[c]]
+    raise DataError(f"discover.entities: no {wanted} is named {text!r}; closest: "
+                    + (", ".join(str(Entity(i, kg.label(i), kg.type_of(i))) for i in close) if close else "none"))
+
+
+# -- the per-entity lists -----------------------------------------------------------------------------
+@dataclass
+class EntityList:
+    entity: Entity
+    table: pl.DataFrame  # rank, partner, id, score, region, future_year (best entity_k)
+    candidates: int  # how many candidates the entity has
+    seconds: float  # to rank them
+
+
+def entity_pairs(space: CandidateSpace, entity: Entity) -> tuple[np.ndarray, np.ndarray]:
+    """Every candidate of the space that has ``entity`` at one end, as (src, dst), destination order."""
+    own_src = entity.node_type == space.relation.src
+    others = space.dst if own_src else space.src
+    mine = np.full(len(others), entity.node, dtype=np.int64)
+    src, dst = (mine, others) if own_src else (others, mine)
+    if space.same_type:
+        src, dst = np.minimum(src, dst), np.maximum(src, dst)
+    keep = space.contains(src, dst)
+    return src[keep], dst[keep]
+
+
+def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entity, k: int, seed: int,
+                future_years: Mapping[tuple[int, int], int] | None = None) -> EntityList:
+    """The ``k`` best candidates of ``entity`` by GNN logit, with their score and band region."""
+    t0 = time.perf_counter()
+    src, dst = entity_pairs(space, entity)
+    logits = gnn.pairs(src, dst)
+    top = ranking(logits, src, dst, seed)[:k]
+    s, d = src[top], dst[top]
+    partner = np.where(s == entity.node, d, s)
+    score = gnn.probability(logits[top])
+    years = [None if future_years is None else future_years.get(p) for p in zip(s.tolist(), d.tolist())]
+    table = pl.DataFrame({"rank": np.arange(1, len(top) + 1), "partner": [space.kg.label(p) for p in partner],
+                          "id": partner, "score": score,
+                          "region": [REGION_NAMES[int(r)] for r in route(score, band)],
+                          "future_year": pl.Series(years, dtype=pl.Int32)})
+    return EntityList(entity, table, len(src), time.perf_counter() - t0)
+
+
+# -- per-entity baselines (module docstring) --------------------------------------------------------
+def _relation_degree(graph: KG, space: CandidateSpace) -> np.ndarray:
+    return np.diff(relation_adjacency(graph, space.relation).indptr).astype(np.float64)
+
+
+def popularity(graph: KG, space: CandidateSpace, options: Mapping) -> Scorer:
+    pop = graph.degree[space.dst].astype(np.float64)
+    return lambda block: np.broadcast_to(pop, block.valid.shape)
+
+
+def relation_popularity(graph: KG, space: CandidateSpace, options: Mapping) -> Scorer:
+    pop = _relation_degree(graph, space)[space.dst]
+    return lambda block: np.broadcast_to(pop, block.valid.shape)
+
+
+def compatible_popularity(graph: KG, space: CandidateSpace, options: Mapping) -> Scorer:
+    via, ignore = options.get("via"), set(options.get("ignore") or ())
+    if via not in graph.schema.node_types:
+        raise DataError(f"discover.compatible.via={via!r}: compatible_popularity needs the node type whose "
+                        f"neighbours must match; expected one of {list(graph.schema.node_types)}")
+    # an ignored name the graph lacks (a subgraph without N) has nothing to ignore
+    nodes = np.array([i for i in graph.nodes_of_type(via) if graph.names[i] not in ignore], dtype=np.int64)
+    has = structure(graph)[:, nodes].tocsr()  # node x via-node, 0/1
+    need = has[space.dst]
+    n_need = np.asarray(need.sum(axis=1)).ravel()
+    pop = _relation_degree(graph, space)[space.dst]
+    first = pop.max(initial=0.0) + 1.0  # every compatible candidate before every other one
+
+    def score(block: Block) -> np.ndarray:
+        shared = (has[block.src] @ need.T).toarray()
+        return pop[None, :] + first * (shared == n_need[None, :])
+
+    return score
+
+
+def paths3(graph: KG, space: CandidateSpace, options: Mapping) -> Scorer:
+    r = relation_adjacency(graph, space.relation)
+    to_dst = r[:, space.dst].tocsc()
+    return lambda block: ((r[block.src] @ r) @ to_dst).toarray()
+
+
+# name -> (row label, the scorer's factory)
+BASELINES: dict[str, tuple[str, Callable[[KG, CandidateSpace, Mapping], Scorer]]] = {
+    "popularity": ("Popularity (all edges)", popularity),
+    "relation_popularity": ("Popularity (relation)", relation_popularity),
+    "compatible_popularity": ("Compatible popularity", compatible_popularity),
+    "paths3": ("3-paths", paths3),
+}
+LEARNED = {"gnn": "GNN", "tsh": "TSH"}
+
+
+# -- retrospective per-entity metrics --------------------------------------------------------------
+def found_at(space: CandidateSpace, scorers: Mapping[str, Scorer], future_src: np.ndarray, future_dst: np.ndarray,
+             ks: Sequence[int], seed: int, block_pairs: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """(entities, answers per entity, method -> (entities x ks) answers in its top k): each source
+    entity with future answers (src[i], dst[i]), all of its candidates ranked by each method (ties
+    by ``tiebreak``, as ``space.ranking``)."""
+    if space.same_type:
+        raise DataError(f"relation {space.relation.name}: the per-entity evaluation needs a relation between two "
+                        f"node types (each entity's candidates are one row of the space)")
+    n = space.kg.num_nodes
+    answers = sp.csr_matrix((np.ones(len(future_src)), (future_src, future_dst)), shape=(n, n))
+    sources = np.unique(future_src)
+    cols = np.minimum(np.asarray(ks), len(space.dst)) - 1
+    found = {name: [] for name in scorers}
+    size = space.block_size(block_pairs)
+    for lo in range(0, len(sources), size):
+        block = space.block(sources[lo : lo + size])
+        labels = answers[block.src][:, space.dst].toarray() > 0
+        tie = tiebreak(np.repeat(block.src, len(space.dst)), np.tile(space.dst, len(block.src)), seed)
+        tie = tie.reshape(block.valid.shape)
+        for name, score in scorers.items():
+            s = np.where(block.valid, np.asarray(score(block), dtype=np.float64), -np.inf)
+            order = np.lexsort((tie, -s), axis=-1)  # each row as ``space.ranking`` orders it; non-candidates last
+            found[name].append(np.cumsum(np.take_along_axis(labels, order, axis=1), axis=1)[:, cols])
+    n_answers = np.asarray(answers[sources].sum(axis=1)).ravel()
+    return sources, n_answers, {name: np.concatenate(f) if f else np.zeros((0, len(ks))) for name, f in found.items()}
+
+
+def _mean_se(x: np.ndarray) -> tuple[float, float]:
+    x = np.asarray(x, dtype=np.float64)
+    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
+
+
+def summarise(n_answers: np.ndarray, found: Mapping[str, np.ndarray], labels: Mapping[str, str],
+              ks: Sequence[int]) -> pl.DataFrame:
+    """One row per method: hits@k and recall@k at each k, all@k at the largest k <= 10 (means over
+    entities) and their standard errors."""
+    j_all = max((j for j, k in enumerate(ks) if k <= 10), default=0)
+    rows = []
+    for name, f in found.items():
+        row = {"method": labels[name], "entities": len(n_answers)}
+        parts = [("hits", j, f[:, j] > 0) for j in range(len(ks))] + \
+                [("recall", j, f[:, j] / n_answers) for j in range(len(ks))] + [("all", j_all, f[:, j_all] == n_answers)]
+        for metric, j, values in parts:
+            row[f"{metric}_at_{ks[j]}"], row[f"{metric}_at_{ks[j]}_se"] = _mean_se(values)
+        rows.append(row)
+    return pl.DataFrame(rows)
+
+
+def lift(found: Mapping[str, np.ndarray], baselines: Sequence[str], ks: Sequence[int]) -> tuple[str, int, dict]:
+    """(the best baseline by hits@k, k, metrics): k = 10 (else the largest k); for each learned
+    method the paired difference of hits@k against that baseline, entity by entity, with its
+    standard error."""
+    j = list(ks).index(10) if 10 in ks else len(ks) - 1
+    hits = {name: (f[:, j] > 0).astype(np.float64) for name, f in found.items()}
+    best = max(baselines, key=lambda b: hits[b].mean())
+    out = {}
+    for m in LEARNED:
+        out[f"{m}_lift_hits_at_{ks[j]}"], out[f"{m}_lift_hits_at_{ks[j]}_se"] = _mean_se(hits[m] - hits[best])
+    return best, int(ks[j]), out
+
+
+# -- the report's part ---------------------------------------------------------------------------------
+@dataclass
+class EntityReport:
+    lists: list[EntityList]
+    partner_type: dict[str, str]  # entity node type -> the display name of its partners' type
+    retro: pl.DataFrame | None = None  # one row per method (cutoff only)
+    note: str = ""  # what the retrospective rows are over
+    metrics: dict[str, float] | None = None
+
+
+def options(d: Mapping, space: CandidateSpace) -> list[Entity]:
+    """``discover.entit*`` checked (one-line errors naming the option) and the entities resolved."""
+    k, ks = d.get("entity_k"), d.get("entity_ks") or []
+    if not isinstance(k, int) or k < 1:
+        raise DataError(f"discover.entity_k={k}: expected a positive number of candidates per entity")
+    if not ks or not all(isinstance(x, int) and x >= 1 for x in ks):
+        raise DataError(f"discover.entity_ks={ks}: expected positive list sizes")
+    unknown = [b for b in d.get("entity_baselines") or [] if b not in BASELINES]
+    if unknown:
+        raise DataError(f"discover.entity_baselines: unknown {unknown}; expected some of {list(BASELINES)}")
+    return resolve(space, d.get("entities") or [])
+
+
+def entity_report(d: Mapping, wanted: Sequence[Entity], space: CandidateSpace, gnn: GNNBlocks, band: Band, split,
+                  future: Future | None, seed: int) -> EntityReport | None:
+    """The lists of ``wanted`` and (with a cutoff) the per-entity retrospective evaluation; None
+    when there is neither."""
+    if not wanted and future is None:
+        return None
+    schema = space.kg.schema
+    rel = space.relation
+    years = None if future is None else dict(zip(zip(future.src.tolist(), future.dst.tolist()), future.year.tolist()))
+    lists = [rank_entity(space, gnn, band, e, int(d["entity_k"]), seed, years) for e in wanted]
+    report = EntityReport(lists, {rel.src: schema.display_name(rel.dst), rel.dst: schema.display_name(rel.src)},
+                          metrics={f"discover_entity_seconds_{i}": e.seconds for i, e in enumerate(lists)})
+    if future is None:
+        return report
+    ks, names = sorted(int(k) for k in d["entity_ks"]), list(dict.fromkeys(d.get("entity_baselines") or []))
+    graph = split.train_graph
+    scorers = {"gnn": gnn, "tsh": TSHBlocks(split, d["tsh"], space),
+               **{b: BASELINES[b][1](graph, space, d.get("compatible") or {}) for b in names}}
+    labels = LEARNED | {b: BASELINES[b][0] for b in names}
+    sources, n_answers, found = found_at(space, scorers, future.src, future.dst, ks, seed, int(d["block_pairs"]))
+    if not len(sources):
+        return report
+    report.retro = summarise(n_answers, found, labels, ks)
+    report.metrics |= {"retro_entity_sources": float(len(sources)), "retro_entity_answers": float(n_answers.sum())}
+    for name, row in zip(found, report.retro.drop("method", "entities").iter_rows(named=True)):
+        report.metrics |= {f"retro_entity_{name}_{k}": v for k, v in row.items()}
+    report.note = (f"{len(sources):,} {schema.display_name(rel.src)} entities gain {int(n_answers.sum()):,} "
+                   f"{rel.label} edges after the cutoff (between nodes known by then); each method ranks all of "
+                   f"an entity's candidates; mean ± standard error over the entities.")
+    if names:
+        best, k, gains = lift(found, names, ks)
+        report.metrics |= {f"retro_entity_{key}": v for key, v in gains.items()}
+        report.note += (f" Paired hits@{k} difference against the best baseline ({labels[best]}): "
+                        + "; ".join(f"{label} {gains[f'{m}_lift_hits_at_{k}']:+.3f} ± {gains[f'{m}_lift_hits_at_{k}_se']:.3f}"
+                                    for m, label in LEARNED.items()) + ".")
+    return report
+
+
+def _cells(df: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Column names and text cells, ``x`` / ``x_se`` column pairs merged into "x ± se"."""
+    cols = [c for c in df.columns if not c.endswith("_se")]
+    rows = []
+    for r in df.iter_rows(named=True):
+        cells = []
+        for c in cols:
+            v = r[c]
+            if f"{c}_se" in r:
+                cells.append(f"{v:.3f} ± {r[c + '_se']:.3f}")
+            else:
+                cells.append("" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v))
+        rows.append(cells)
+    return [c.replace("_at_", "@") for c in cols], rows
+
+
+def _sections(report: EntityReport) -> list[tuple[str, str, pl.DataFrame | None]]:
+    """(level, heading, table) of each part: per-entity lists, then the retrospective table."""
+    parts = [("2", "Per-entity discovery", None)] if report.lists else []
+    for e in report.lists:
+        t = e.table.rename({"partner": report.partner_type[e.entity.node_type], "score": "GNN score"})
+        head = (f"{e.entity}: its best {e.table.height} of {e.candidates:,} candidates "
+                f"(GNN ranking, {e.seconds:.2f} s)")
+        parts.append(("3", head, t if t["future_year"].is_not_null().any() else t.drop("future_year")))
+    if report.retro is not None:
+        parts.append(("2", "Per-entity retrospective evaluation", report.retro))
+    return parts
+
+
+def markdown(report: EntityReport) -> str:
+    lines = []
+    for level, head, table in _sections(report):
+        lines += ["#" * int(level) + " " + head, ""]
+        if level == "2" and table is not None:
+            lines += [report.note, ""]
+        if table is not None:
+            cols, rows = _cells(table)
+            lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols),
+                      *("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows), ""]
+    return "\n".join(lines)
+
+
+def to_html(report: EntityReport) -> str:
+    e = html.escape
+    out = []
+    for level, head, table in _sections(report):
+        out.append(f"<h{level} class='entity'>{e(head)}</h{level}>")
+        if level == "2" and table is not None:
+            out.append(f"<p>{e(report.note)}</p>")
+        if table is not None:
+            cols, rows = _cells(table)
+            out.append("<table class='entity'><thead><tr>" + "".join(f"<th>{e(c)}</th>" for c in cols)
+                       + "</tr></thead><tbody>"
+                       + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
+                       + "</tbody></table>")
+    return "".join(out)
+
+
+# Where the sections go in the pages ``cards`` writes: before the global ranked table.
+MARKERS = {"hypotheses.md": "## Ranked hypotheses", "index.html": "<h2>Ranked hypotheses</h2>"}
+
+
+def add_to_report(report: EntityReport, out: Path) -> None:
+    """The sections into ``out``'s hypotheses.md and index.html; the retrospective table also as
+    ``retrospective_entities.csv``."""
+    for name, fragment in (("hypotheses.md", markdown(report) + "\n"), ("index.html", to_html(report))):
+        page = (out / name).read_text()
+        if MARKERS[name] not in page:
+            raise RuntimeError(f"{out / name}: no {MARKERS[name]!r} to put the per-entity sections before "
+                               f"(hygrail/discovery/cards.py changed its layout)")
+        (out / name).write_text(page.replace(MARKERS[name], fragment + MARKERS[name], 1))
+    if report.retro is not None:
+        report.retro.write_csv(out / "retrospective_entities.csv")

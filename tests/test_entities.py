@@ -1,0 +1,171 @@
+"""Per-entity discovery (hygrail/discovery/entities.py): an entity's top-k equals brute force over
+its candidates, names resolve or fail in one line, element-compatible popularity picks the
+documented precursors, hits@k / recall@k / all@k by hand, and a discovery run writes one section
+per named entity and the per-entity retrospective metrics."""
+
+import html
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+from hydra import compose, initialize_config_dir
+
+from conftest import CONF, named_kg
+from hygrail.baselines import structural
+from hygrail.data.split import temporal_split
+from hygrail.discovery import entities
+from hygrail.discovery.run import discover, write_report
+from hygrail.discovery.scoring import GNNBlocks
+from hygrail.discovery.space import Block, CandidateSpace, ranking
+from hygrail.kg import KG, DataError, Relation, Schema
+from hygrail.triage import train
+from hygrail.triage.routing import Band
+from test_triage import FAST, planted_kg
+
+
+@pytest.fixture(scope="module")
+def scored():
+    kg = planted_kg(sizes=(40, 30, 30))
+    split = temporal_split(kg, kg.schema.relations["chm_apl"], neg_ratio=3)
+    run = train.fit(split, FAST["rgcn"] | {"epochs": 2, "val_every": 1}, seed=3)
+    scorer = train.Scorer(run.module, split.train_graph)
+    space = CandidateSpace(split.train_graph, split.relation)
+    return scorer, space, GNNBlocks(scorer, space)
+
+
+def test_entity_top_k_equals_brute_force(scored):
+    scorer, space, gnn = scored
+    g = space.kg
+    every = [(s, d) for s in space.src for d in space.dst if not g.has_edges(np.array([s]), np.array([d]))[0]]
+    src, dst = (np.array(x, dtype=np.int64) for x in zip(*every))
+    for node in (space.src[3], space.dst[5]):  # a CHM (partners: APL) and an APL (partners: CHM)
+        e = entities.Entity(int(node), g.label(node), g.type_of(node))
+        mine = (src == node) | (dst == node)
+        s, d = src[mine], dst[mine]
+        logits = scorer.logits(s, d)
+        order = ranking(logits, s, d, seed=1)[:7]
+        got = entities.rank_entity(space, gnn, Band(0.2, 0.6, True, True), e, 7, seed=1)
+        assert got.candidates == mine.sum() > 7
+        assert got.table["id"].to_list() == np.where(s[order] == node, d[order], s[order]).tolist()
+        np.testing.assert_allclose(got.table["score"], scorer.probability(logits[order]), rtol=1e-5)
+    # the retrospective rows rank each source's candidates the same way
+    chm = space.src[3]
+    answers = space.dst[~g.has_edges(np.full(len(space.dst), chm), space.dst)][[0, 4]]
+    row = (src == chm)
+    positions = np.empty(row.sum(), dtype=np.int64)
+    positions[ranking(scorer.logits(src[row], dst[row]), src[row], dst[row], seed=1)] = np.arange(row.sum())
+    rank_of = dict(zip(dst[row].tolist(), positions.tolist()))
+    _, n_answers, found = entities.found_at(space, {"gnn": gnn}, np.full(2, chm), answers, (1, 5, 10), 1, 50)
+    assert n_answers.tolist() == [2]
+    assert found["gnn"][0].tolist() == [sum(rank_of[a] < k for a in answers.tolist()) for k in (1, 5, 10)]
+
+
+def test_paths3_blocks_equal_the_structural_baseline(scored):
+    _, space, _ = scored
+    block = space.block(space.src[:6])
+    got = entities.paths3(space.kg, space, {})(block)
+    s, d = np.repeat(block.src, len(space.dst)), np.tile(space.dst, len(block.src))
+    np.testing.assert_array_equal(got.ravel(), structural.paths3(space.kg, space.relation, s, d))
+
+
+RECIPES = Schema(("Target", "Precursor", "Element"), {"syn_tgt_pre": Relation("syn_tgt_pre", "Target", "Precursor")})
+
+
+def test_names_resolve_or_fail_in_one_line():
+    nodes = pl.DataFrame({"name": ["BaTiO3", "SrTiO3", "BaTiO3", "TiO2", "Ti"],
+                          "type": ["Target", "Target", "Precursor", "Precursor", "Element"]})
+    edges = pl.DataFrame({"u": [0, 1, 2, 3, 0], "v": [4, 4, 4, 4, 3], "type": ["Target-Element"] * 2
+                          + ["Precursor-Element"] * 2 + ["Target-Precursor"], "count": 1, "year": 2000})
+    space = CandidateSpace(KG(RECIPES, nodes, edges), RECIPES.relations["syn_tgt_pre"])
+    got = entities.resolve(space, ["srtio3", 3, "TiO2"])  # case-insensitive name, node id, exact name
+    assert [(e.node, e.node_type) for e in got] == [(1, "Target"), (3, "Precursor"), (3, "Precursor")]
+    with pytest.raises(DataError) as ambiguous:
+        entities.resolve(space, ["BaTiO3"])
+    assert str(ambiguous.value) == ("discover.entities: 'BaTiO3' names 2 nodes: Target 'BaTiO3' (id 0), "
+                                    "Precursor 'BaTiO3' (id 2); give one by its id")
+    with pytest.raises(DataError) as unknown:
+        entities.resolve(space, ["BaTiO4"])
+    assert str(unknown.value) == ("discover.entities: no Target or Precursor is named 'BaTiO4'; closest: "
+                                  "Target 'BaTiO3' (id 0), Precursor 'BaTiO3' (id 2), Precursor 'TiO2' (id 3)")
+    with pytest.raises(DataError, match=r"^discover.entities: id 4 is Element 'Ti'; expected a Target or Precursor$"):
+        entities.resolve(space, [4])
+    assert all("\n" not in str(e.value) for e in (ambiguous, unknown))
+
+
+def test_compatible_popularity_puts_element_compatible_precursors_first():
+    """BaTiO3 (new: only its composition is known) can be made from precursors whose elements
+    other than O, C, H, N it contains: TiO2 (used twice), BaCO3 (once), H2O (never), in that order;
+    then the others by popularity."""
+    elements = {"BaTiO3": "Ba Ti O", "LiCoO2": "Li Co O", "SrTiO3": "Sr Ti O", "BaZrO3": "Ba Zr O",
+                "BaCO3": "Ba C O", "TiO2": "Ti O", "Li2CO3": "Li C O", "Co3O4": "Co O", "SrCO3": "Sr C O",
+                "ZrO2": "Zr O", "H2O": "H O"}
+    targets = ["BaTiO3", "LiCoO2", "SrTiO3", "BaZrO3"]
+    symbols = sorted({x for v in elements.values() for x in v.split()})
+    nodes = [(m, "Target" if m in targets else "Precursor") for m in elements] + [(x, "Element") for x in symbols]
+    used = [("LiCoO2", "Li2CO3"), ("LiCoO2", "Co3O4"), ("LiCoO2", "TiO2"), ("SrTiO3", "SrCO3"), ("SrTiO3", "TiO2"),
+            ("BaZrO3", "BaCO3"), ("BaZrO3", "ZrO2")]
+    kg = named_kg(RECIPES, nodes, [(m, x, 1) for m, v in elements.items() for x in v.split()] + [(t, p, 1) for t, p in used])
+    space = CandidateSpace(kg, RECIPES.relations["syn_tgt_pre"])
+    score = entities.compatible_popularity(kg, space, {"via": "Element", "ignore": ["O", "C", "H", "N"]})
+    block = space.block(np.array([kg.node_id("Target", "BaTiO3")]))
+    row = score(block)[0][block.valid[0]]
+    cand = space.dst[block.valid[0]]
+    ranked = [kg.label(p) for p in cand[ranking(row, np.zeros_like(cand), cand, seed=0)]]
+    assert ranked[:3] == ["TiO2", "BaCO3", "H2O"]
+    assert set(ranked[3:]) == {"Li2CO3", "Co3O4", "SrCO3", "ZrO2"}
+    with pytest.raises(DataError, match=r"^discover.compatible.via=None: compatible_popularity needs"):
+        entities.compatible_popularity(kg, space, {"via": None})
+
+
+def test_hits_recall_and_all_at_k_by_hand():
+    schema = Schema(("A", "B", "C"), {"ab": Relation("ab", "A", "B")})
+    nodes = [("a0", "A"), ("a1", "A")] + [(f"b{i}", "B") for i in range(6)] + [("c", "C")]
+    kg = named_kg(schema, nodes, [(n, "c", 1) for n, t in nodes if t != "C"])
+    space = CandidateSpace(kg, schema.relations["ab"])
+    a0, a1, b = 0, 1, np.arange(2, 8)
+    hand = {a0: np.arange(6, 0, -1.0), a1: np.arange(1, 7.0)}  # a0 ranks b0..b5, a1 ranks b5..b0
+
+    def score(block: Block) -> np.ndarray:
+        return np.stack([hand[int(s)] for s in block.src])
+
+    # a0's answers b1, b4 (ranks 2 and 5), a1's answer b0 (rank 6)
+    sources, n_answers, found = entities.found_at(space, {"m": score}, np.array([a0, a0, a1]),
+                                                  np.array([b[1], b[4], b[0]]), (1, 2, 5), seed=0, block_pairs=6)
+    assert sources.tolist() == [a0, a1] and n_answers.tolist() == [2, 1]
+    assert found["m"].tolist() == [[0, 1, 2], [0, 0, 0]]
+    row = entities.summarise(n_answers, found, {"m": "M"}, (1, 2, 5)).row(0, named=True)
+    assert (row["hits_at_1"], row["hits_at_2"], row["hits_at_5"]) == (0.0, 0.5, 0.5)
+    assert (row["recall_at_1"], row["recall_at_2"], row["recall_at_5"]) == (0.0, 0.25, 0.5)
+    assert row["all_at_5"] == 0.5 and "all_at_2" not in row
+    assert row["hits_at_2_se"] == pytest.approx(0.5) and row["recall_at_2_se"] == pytest.approx(0.25)
+    best, k, gains = entities.lift({"gnn": found["m"], "tsh": found["m"], "m": 0 * found["m"]}, ["m"], (1, 2, 5))
+    assert (best, k) == ("m", 5) and gains["gnn_lift_hits_at_5"] == 0.5 and gains["tsh_lift_hits_at_5_se"] == 0.5
+
+
+def test_discovery_report_has_a_section_per_entity(tmp_path):
+    overrides = ["task=discover", "backbone=rgcn", "backbone.epochs=2", "backbone.val_every=1", "data.scale=0.3",
+                 "relation=chm_apl", "discover.top_k=10", "discover.review_budget.val=0",
+                 "discover.review_budget.candidates=0", "discover.tsh.embedding=false", "discover.cutoff=2020",
+                 "discover.entity_k=5", f"paths.outputs={tmp_path}"]
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    from hygrail.data import data_config, load_kg
+
+    kg = load_kg(data_config(scale=0.3)).until(2020)
+    chm, apl = (next(n for n in kg.nodes_of_type(t) if kg.degree[n] > 2) for t in ("CHM", "APL"))
+    cfg.discover.entities = [kg.label(chm).upper(), int(apl)]
+    result = discover(cfg)
+    out = write_report(result)
+    md, page = (out / "hypotheses.md").read_text(), (out / "index.html").read_text()
+    for node in (chm, apl):
+        head = f"{kg.type_of(node)} '{kg.label(node)}' (id {node}): its best 5 of"
+        assert md.count(f"### {head}") == 1 and page.count(html.escape(head)) == 1
+    assert md.index("## Per-entity discovery") < md.index("## Per-entity retrospective evaluation") < md.index("## Ranked hypotheses")
+    assert [e.table.height for e in result.entities.lists] == [5, 5]
+    m = json.loads((out / "metrics.json").read_text())
+    n = m["retro_entity_sources"]
+    assert n >= 1 and 0 <= m["retro_entity_gnn_hits_at_10"] <= 1 and m["retro_entity_paths3_recall_at_1_se"] >= 0
+    csv = pl.read_csv(out / "retrospective_entities.csv")
+    assert csv["method"].to_list() == ["GNN", "TSH", "Popularity (all edges)", "Popularity (relation)", "3-paths"]
+    assert (csv["entities"] == n).all()
