@@ -11,6 +11,7 @@ per-hypothesis predictions, a sample of evidence texts with replies).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import polars as pl
@@ -20,9 +21,10 @@ from hygrail.data.split import Split
 from hygrail.evidence.mode import load_mode
 from hygrail.kg import KG, DataError
 from hygrail.metrics import attribution, prf
+from hygrail.review.calibrate import fit_metrics
 from hygrail.review.stage import check_failures, choose_gamma, decide, fallback_note
-from hygrail.stages import (build_split, gnn_stage, hypotheses, labels, plain, prediction_table, review_order,
-                            reviewer_for, thresholded, val_gamma)
+from hygrail.stages import (build_split, flip_values, gnn_stage, hypotheses, labels, plain, prediction_table,
+                            review_order, reviewer_for, thresholded, val_gamma)
 
 
 @dataclass
@@ -74,9 +76,17 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
     y_val, y_test = labels(split)
     gnn_val = predictions.filter(pl.col("split") == "val")["gnn_pred"].to_numpy()
     gnn_test = predictions.filter(pl.col("split") == "test")["gnn_pred"].to_numpy()
-    budget, order = cfg.method.get("review_budget") or {}, cfg.method.get("review_order", "ambiguous")
-    pick_val = review_order(t.scores.val, r_val == -1, t.threshold, budget.get("val"), int(cfg.seed), order)
-    pick_test = review_order(t.scores.test, r_test == -1, t.threshold, budget.get("test"), int(cfg.seed) + 1, order)
+    mode = load_mode(plain(cfg.evidence), plain(cfg.relation)["templates"], t.calibrated())
+    with reviewer_for(cfg, mode, split) as reviewer:
+        scores = {"val": t.scores.val, "test": t.scores.test}
+        d = review_and_decide(cfg, t, y_val, gnn_val, gnn_test,
+                              lambda part, idx: reviewer.review(hypotheses(split.part(part), idx, scores[part])))
+        metrics |= reviewer.metrics()
+        cache, examples = reviewer.cache_path(), reviewer.shown_examples  # logging must not build it
+    pick_val, pick_test, rev_val, rev_test, final_val, final_test = (d.pick_val, d.pick_test, d.rev_val, d.rev_test,
+                                                                     d.final_val, d.final_test)
+    fell_back = check_failures([r.result for r in rev_val + rev_test], float(cfg.method["max_review_failure_rate"]),
+                               cfg.llm.name, cache)
     routed_test = int(np.sum(r_test == -1))
     metrics |= {
         "val_call_rate": float(np.mean(r_val == -1)),
@@ -87,20 +97,8 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
         "test_band_reviewed_share": len(pick_test) / routed_test if routed_test else 1.0,
         "test_routed_unreviewed": routed_test - len(pick_test),
     }
-    mode = load_mode(plain(cfg.evidence), plain(cfg.relation)["templates"], t.calibrated())
-    with reviewer_for(cfg, mode, split) as reviewer:
-        rev_val = reviewer.review(hypotheses(split.part("val"), pick_val, t.scores.val))
-        rev_test = reviewer.review(hypotheses(split.part("test"), pick_test, t.scores.test))
-        metrics |= reviewer.metrics()
-        cache, examples = reviewer.cache_path(), reviewer.shown_examples  # logging must not build it
-    fell_back = check_failures([r.result for r in rev_val + rev_test], float(cfg.method["max_review_failure_rate"]),
-                               cfg.llm.name, cache)
-    on_failure, rule = cfg.method.get("on_failure", "fallback"), cfg.llm.get("decision", "paper")
-    gamma = val_gamma(r_val, gnn_val, y_val, pick_val, rev_val, on_failure, rule)
-    final_val = _combine(r_val, gnn_val, pick_val, decide(rev_val, gamma, gnn_val[pick_val], on_failure, rule))
-    final_test = _combine(r_test, gnn_test, pick_test, decide(rev_test, gamma, gnn_test[pick_test], on_failure, rule))
     region_test = regions(r_test, pick_test)
-    metrics |= {"gamma": gamma} | prf(y_test, final_test, "test_") | prf(y_val, final_val, "val_")
+    metrics |= fit_metrics(d.fit) | prf(y_test, final_test, "test_") | prf(y_val, final_val, "val_")
     metrics |= attribution(y_test, gnn_test, final_test, region_test, "test_")
     metrics |= breakdown(mode, rev_test, y_test[pick_test], final_test[pick_test], "test_")
     predictions = predictions.with_columns(
@@ -111,6 +109,48 @@ def run_hygrail(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResul
     samples = _fewshot_samples(examples) + _samples(kg, split, rev_val, rev_test)[: int(cfg.log_samples)]
     return CellResult(metrics | {"review_fallback_share": fell_back}, predictions, samples, t.band, t.threshold,
                       _fallback_tags(fell_back))
+
+
+@dataclass
+class Decided:
+    """What a cell's review stage picked, reviewed, fit and decided (``review_and_decide``)."""
+
+    pick_val: np.ndarray  # validation rows reviewed
+    pick_test: np.ndarray
+    rev_val: list  # their Reviewed, row for row
+    rev_test: list
+    fit: object  # the rule as fit on validation: gamma, or a calibrate.Combined (llm.decision=calibrated)
+    final_val: np.ndarray  # HyGRAIL's decision of every validation / test hypothesis
+    final_test: np.ndarray
+
+
+def review_and_decide(cfg: DictConfig, t, y_val: np.ndarray, gnn_val: np.ndarray, gnn_test: np.ndarray,
+                      review: Callable[[str, np.ndarray], list]) -> Decided:
+    """Paper §3.4 on one cell's triage ``t``: which routed hypotheses are reviewed (``method.review_budget``,
+    ``method.review_order``), the rule fit on the validation reviews (``llm.decision``, gamma or the
+    combined model; ``method.calibration``, ``method.combined_cut``), then every decision.
+    ``review(part, rows)`` returns the Reviewed of those rows of split part ``part``: the LLM's here,
+    a simulated reviewer's in bench/bench_review.py, which so measures the cell's own choices.
+    Validation is reviewed first: ``expected_value`` ranks the test band by the rule fit on it."""
+    budget, order = cfg.method.get("review_budget") or {}, cfg.method.get("review_order", "ambiguous")
+    on_failure, rule = cfg.method.get("on_failure", "fallback"), cfg.llm.get("decision", "paper")
+    options = {"calibration": cfg.method.get("calibration", "platt"), "cut": cfg.method.get("combined_cut", "max_f1")}
+    r_val, r_test = t.route_val, t.route_test
+    pick_val = review_order(t.scores.val, r_val == -1, t.threshold, budget.get("val"), int(cfg.seed), order)
+    rev_val = review("val", pick_val)
+    fit = val_gamma(r_val, gnn_val, y_val, pick_val, rev_val, on_failure, rule, **options)
+    value = None
+    if order == "expected_value":
+        routed = r_val == -1
+        value = np.full(len(r_test), np.nan)
+        value[r_test == -1] = flip_values(fit, rule, rev_val, y_val[pick_val], t.scores.val[routed], y_val[routed],
+                                          t.scores.test[r_test == -1], gnn_test[r_test == -1])
+    pick_test = review_order(t.scores.test, r_test == -1, t.threshold, budget.get("test"), int(cfg.seed) + 1, order,
+                             value)
+    rev_test = review("test", pick_test)
+    final_val = _combine(r_val, gnn_val, pick_val, decide(rev_val, fit, gnn_val[pick_val], on_failure, rule))
+    final_test = _combine(r_test, gnn_test, pick_test, decide(rev_test, fit, gnn_test[pick_test], on_failure, rule))
+    return Decided(pick_val, pick_test, rev_val, rev_test, fit, final_val, final_test)
 
 
 def _fallback_tags(share: float) -> dict[str, str]:

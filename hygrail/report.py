@@ -15,7 +15,9 @@ confusion counts of all relations instead (AUC and AP are always macro: they do 
 relations). With several seeds, cells show mean ± std over seeds.
 A cell pooled over fewer relations than the table holds is marked (5/7); a HyGRAIL row run under a
 review budget is marked ‡, one whose reviews were decided by the probability rule
-(``llm.decision=probability``: P(yes) >= γ, not the paper's yes ∧ confidence >= γ) is marked §. Two runs of one cell with different settings (say another data set or
+(``llm.decision=probability``: P(yes) >= γ, not the paper's yes ∧ confidence >= γ) is marked §, one
+decided by the combined rule (``llm.decision=calibrated``: P(yes) calibrated and combined with the
+GNN score, hygrail/review/calibrate.py) is marked ¶. Two runs of one cell with different settings (say another data set or
 routing purity) stop the report, naming the settings; ``--latest`` keeps the newest run instead.
 """
 
@@ -154,7 +156,7 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
                   if "structural" in runs["tag.method"] else None)
     n_rel = runs["tag.relation"].n_unique()
     budgeted = budget_notes(runs)
-    probability = decision_rows(runs)
+    rules = decision_rows(runs)
     fallback = fallback_notes(runs)
     head = "| Method | " + " | ".join(f"{m} Rec. | {m} F1" if m else "Rec. | F1" for m in columns) + " |"
     sep = "|---" * (1 + 2 * len(columns)) + "|"
@@ -163,7 +165,7 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
     def row(label: str, cells: list[dict | None], block: str, marked: frozenset = frozenset()):
         """``marked``: LLM columns whose values carry † (a sampled test set)."""
         shown = f"{label}‡" if (label, block) in budgeted else label
-        shown += "§" if (label, block) in probability else ""
+        shown += "".join(RULE_MARKS[rule] for rule in sorted(rules.get((label, block), ())))
         shown += f" ({fallback[label, block]})" if (label, block) in fallback else ""
         text = [f"{_cell(c, m, n_rel)}{'†' if llm in marked and c else ''}" for llm, c in zip(columns, cells)
                 for m in ("test_recall", "test_f1")]
@@ -213,18 +215,30 @@ def table2(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
         lines.append("‡ review budget: only part of the routed band was reviewed by the LLM; the rest kept the "
                      "GNN-only decision. LLM call rate (Table 3) is the routed share; the LLM decided:")
         lines += [f"- {label} ({bb}): {note}" for (label, bb), note in sorted(budgeted.items())]
-    if probability:
+    shown_rules = set().union(*rules.values())
+    if "probability" in shown_rules:
         lines.append("§ decision rule: accept iff P(yes) >= γ (llm.decision=probability, γ on validation), not the "
                      "paper's review = yes ∧ confidence >= γ")
+    if "calibrated" in shown_rules:
+        lines.append("¶ decision rule: accept iff a logistic regression of (GNN score logit, calibrated P(yes)), fit on "
+                     "the validation reviews, gives >= a validation cut (llm.decision=calibrated), not the paper's "
+                     "review = yes ∧ confidence >= γ")
     return "\n".join(lines), pl.DataFrame(flat)
 
 
-def decision_rows(runs: pl.DataFrame) -> set[tuple[str, str]]:
-    """(label, backbone) of HyGRAIL rows with a run decided by the probability rule."""
+# Table 2 marks of HyGRAIL rows decided by a rule other than the paper's (llm.decision).
+RULE_MARKS = {"probability": "§", "calibrated": "¶"}
+
+
+def decision_rows(runs: pl.DataFrame) -> dict[tuple[str, str], set[str]]:
+    """(label, backbone) of HyGRAIL rows -> the non-paper rules (``RULE_MARKS``) some of its runs were decided by."""
     if "param.llm.decision" not in runs.columns:
-        return set()
-    hy = runs.filter((pl.col("tag.method") == "hygrail") & (pl.col("param.llm.decision") == "probability"))
-    return set(zip(hy["tag.method_label"].to_list(), hy["tag.backbone"].to_list()))
+        return {}
+    hy = runs.filter((pl.col("tag.method") == "hygrail") & pl.col("param.llm.decision").is_in(list(RULE_MARKS)))
+    out: dict[tuple[str, str], set[str]] = {}
+    for label, bb, rule in zip(hy["tag.method_label"], hy["tag.backbone"], hy["param.llm.decision"]):
+        out.setdefault((label, bb), set()).add(rule)
+    return out
 
 
 def fallback_notes(runs: pl.DataFrame) -> dict[tuple[str, str], str]:

@@ -33,30 +33,48 @@ def build_split(cfg: DictConfig, kg: KG | None = None) -> tuple[KG, Split]:
     return kg, split_from_config(kg, kg.schema.relation(cfg.relation.name), plain(cfg.split))
 
 
-REVIEW_ORDERS = ("ambiguous", "random")
+REVIEW_ORDERS = ("ambiguous", "random", "expected_value")
 
 
 def review_order(scores: np.ndarray, candidates: np.ndarray, centre: float, budget: int | None, seed: int,
-                 order: str = "ambiguous") -> np.ndarray:
+                 order: str = "ambiguous", value: np.ndarray | None = None) -> np.ndarray:
     """Indices of the candidates to review: all of them, or ``budget`` of them when a review budget
-    is set (``method.review_order``): the most ambiguous (closest to the GNN decision threshold), or a
-    seeded random sample of the band. Ties are broken by a seeded shuffle, not by row order (rows
-    come positives first).
+    is set (``method.review_order``): the most ambiguous (closest to the GNN decision threshold), a
+    seeded random sample of the band, or (``expected_value``) those with the highest ``value``, the
+    probability that their review flips their decision (``flip_values``). Ties are broken by a seeded
+    shuffle, not by row order (rows come positives first).
 
     ``random`` exists because inside the band the GNN score need not rank anything: on `make run`'s
     synthetic CHM-APL the GNN threshold (0.088) lies above the band [0.026, 0.080] and the GNN's AUC
     inside the validation band is 0.48, so "closest to the threshold" is just the top slice
-    of the band; a random sample is representative of the band, so gamma chosen on it transfers."""
+    of the band; a random sample is representative of the band, so gamma chosen on it transfers.
+    ``expected_value`` needs the rule as fit on validation reviews, so on validation itself (no
+    ``value``) it draws the random sample the rule is then fit on."""
     if order not in REVIEW_ORDERS:
         raise DataError(f"method.review_order={order!r}: expected one of {REVIEW_ORDERS}")
     idx = np.flatnonzero(candidates)
     if budget is None or budget >= len(idx):
         return idx
     shuffle = np.random.default_rng(seed).permutation(len(idx))
-    if order == "random":
+    if order == "random" or (order == "expected_value" and value is None):
         return np.sort(idx[shuffle[: int(budget)]])
-    order = np.lexsort((shuffle, np.abs(scores[idx] - centre)))
-    return np.sort(idx[order[: int(budget)]])
+    key = -np.asarray(value, dtype=float)[idx] if order == "expected_value" else np.abs(scores[idx] - centre)
+    return np.sort(idx[np.lexsort((shuffle, key))[: int(budget)]])
+
+
+def flip_values(fit, rule: str, rev_val: list, y_picked: np.ndarray, s_routed: np.ndarray, y_routed: np.ndarray,
+                scores: np.ndarray, current: np.ndarray) -> np.ndarray:
+    """Per hypothesis (``scores``, ``current`` decisions), the probability that its review flips its
+    decision (``calibrate.flip_probability``) under the rule as fit (``fit``) on the validation reviews
+    ``rev_val`` (labels ``y_picked``); its prior P(positive | score) is fit on the validation routed
+    hypotheses (``s_routed``, ``y_routed``: labels only, no review needed). Reviews the evidence mode
+    skipped say nothing of the reviewer and are left out."""
+    from hygrail.review.calibrate import flip_probability, gnn_prior
+
+    kept = [i for i, r in enumerate(rev_val) if r.result is not None]
+    prior = gnn_prior(s_routed, y_routed)(scores)
+    return flip_probability(fit, rule, [rev_val[i].result for i in kept], np.asarray(y_picked)[kept], scores, current,
+                            prior)
 
 
 def labels(split: Split) -> tuple[np.ndarray, np.ndarray]:
@@ -120,16 +138,18 @@ def thresholded(kg, split, s_val, s_test, threshold, prefix: str) -> tuple[dict,
 
 
 def val_gamma(r_val: np.ndarray, gnn_val: np.ndarray, y_val: np.ndarray, pick_val: np.ndarray, rev_val: list,
-              on_failure: str, rule: str = "paper") -> float:
-    """gamma maximising validation F1 of the whole decision: the reviewed hypotheses (``pick_val``)
-    by the review rule (``llm.decision``), every other one at its fixed decision (0 / 1 outside the band, the GNN-only
-    decision for routed ones over the budget)."""
+              on_failure: str, rule: str = "paper", calibration: str = "platt", cut: str = "max_f1"):
+    """The review rule (``llm.decision``) fit on validation: gamma maximising validation F1 of the
+    whole decision, or for ``calibrated`` the combined model and its cut (``calibrate.fit_combined``):
+    the reviewed hypotheses (``pick_val``) by the rule, every other one at its fixed decision (0 / 1
+    outside the band, the GNN-only decision for routed ones over the budget)."""
     base_val = np.where(r_val == -1, gnn_val, r_val)
     rest = np.ones(len(y_val), bool)
-    rest[pick_val] = False
-    c = prf(y_val[rest], base_val[rest])
+    rest[pick_val] = False  # counted by hand: every validation hypothesis may be reviewed (rest empty)
+    y, p = y_val[rest] == 1, base_val[rest] == 1
     return choose_gamma(rev_val, y_val[pick_val], gnn_val[pick_val], on_failure,
-                        base_counts=(int(c["tp"]), int(c["fp"]), int(c["fn"])), rule=rule)
+                        base_counts=(int((y & p).sum()), int((~y & p).sum()), int((y & ~p).sum())), rule=rule,
+                        calibration=calibration, cut=cut)
 
 
 def reviewer_for(cfg: DictConfig, mode, split: Split):
@@ -162,6 +182,10 @@ def check_config(cfg: DictConfig) -> None:
             llm_settings(cfg.llm)
         except ValueError as e:
             raise DataError(str(e)) from None
+        if cfg.llm.get("decision") == "calibrated" and cfg.method.name == "kgfm":
+            raise DataError("llm.decision=calibrated combines each review with its GNN score: method=kgfm has none")
+        if cfg.llm.get("decision") == "calibrated" and cfg.get("task") == "discover":
+            raise DataError("llm.decision=calibrated is task=run's: task=discover reports gamma as one number")
         live = probe(cfg.llm)
         if live and live != endpoints(llm_settings(cfg.llm)):
             cfg.llm.base_url = live  # how the cell runs, not what it is: not part of its identity

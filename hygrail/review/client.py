@@ -101,7 +101,7 @@ DEFAULTS: dict[str, Any] = {
     "reasoning_max_chars": None,  # a reason this long was cut by the schema: shown with a trailing "…"
     "reasoning_charset": "any",  # any | latin (contract.LATIN: keeps a small model from switching script)
     "reasoning": "full",  # full (paper) | clause | none: how much free text a reply carries
-    "decision": "paper",  # paper: yes and confidence >= gamma | probability: confidence >= gamma (calibrate.py)
+    "decision": "paper",  # paper: yes and confidence >= gamma | probability: confidence >= gamma | calibrated (calibrate.py)
     "fewshot": None,  # solved training examples in the prompt prefix (hygrail/review/fewshot.py)
     "embedded": None,
     "serve": None,

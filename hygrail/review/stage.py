@@ -144,10 +144,18 @@ def _fixed(reviewed: Sequence[Reviewed], fallback: np.ndarray) -> np.ndarray:
     return np.where(skip == "reject", 0, np.where(skip == "gnn", np.asarray(fallback, dtype=int), -1)).astype(int)
 
 
+def _scores(reviewed: Sequence[Reviewed]) -> np.ndarray | None:
+    """The reviewed hypotheses' GNN scores (what ``llm.decision=calibrated`` combines); None without them (KG-FM)."""
+    scores = [r.hypothesis.score for r in reviewed]
+    return None if any(s is None for s in scores) else np.array(scores, dtype=float)
+
+
 def choose_gamma(reviewed: Sequence[Reviewed], labels: np.ndarray, fallback: np.ndarray, on_failure: str,
-                 base_counts: tuple[int, int, int] = (0, 0, 0), rule: str = "paper") -> float:
-    """gamma (``calibrate.choose_gamma``) on the reviewed hypotheses; those the mode decided without
-    review count with their fixed decisions, like the GNN's decisions outside the band."""
+                 base_counts: tuple[int, int, int] = (0, 0, 0), rule: str = "paper", calibration: str = "platt",
+                 cut: str = "max_f1"):
+    """The rule's fit (``calibrate.choose_gamma``: γ, or a ``Combined``) on the reviewed hypotheses;
+    those the mode decided without review count with their fixed decisions, like the GNN's decisions
+    outside the band."""
     from hygrail.review import calibrate
 
     labels, fallback = np.asarray(labels, dtype=int), np.asarray(fallback, dtype=int)
@@ -157,20 +165,21 @@ def choose_gamma(reviewed: Sequence[Reviewed], labels: np.ndarray, fallback: np.
     tp += int(((fixed == 1) & (labels == 1)).sum())
     fp += int(((fixed == 1) & (labels == 0)).sum())
     fn += int(((fixed == 0) & (labels == 1)).sum())
-    results = [r.result for r, s in zip(reviewed, skipped) if not s]
-    return calibrate.choose_gamma(results, labels[~skipped], fallback[~skipped], on_failure, base_counts=(tp, fp, fn),
-                                  rule=rule)
+    kept = [r for r, s in zip(reviewed, skipped) if not s]
+    return calibrate.choose_gamma([r.result for r in kept], labels[~skipped], fallback[~skipped], on_failure,
+                                  base_counts=(tp, fp, fn), rule=rule, scores=_scores(kept), calibration=calibration,
+                                  cut=cut)
 
 
-def decide(reviewed: Sequence[Reviewed], gamma: float, fallback: np.ndarray, on_failure: str,
+def decide(reviewed: Sequence[Reviewed], gamma, fallback: np.ndarray, on_failure: str,
            rule: str = "paper") -> np.ndarray:
-    """0/1 per hypothesis: the review rule (``calibrate.decide``), or the mode's fixed decision."""
+    """0/1 per hypothesis: the review rule as fit (``calibrate.decide``), or the mode's fixed decision."""
     from hygrail.review import calibrate
 
     fallback = np.asarray(fallback, dtype=int)
     out = _fixed(reviewed, fallback)
     sel = out < 0
     if sel.any():
-        out[sel] = calibrate.decide([r.result for r, s in zip(reviewed, sel) if s], gamma, fallback[sel], on_failure,
-                                    rule)
+        kept = [r for r, s in zip(reviewed, sel) if s]
+        out[sel] = calibrate.decide([r.result for r in kept], gamma, fallback[sel], on_failure, rule, _scores(kept))
     return out.astype(np.int8)
