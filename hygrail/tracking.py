@@ -39,10 +39,11 @@ from omegaconf import DictConfig, OmegaConf
 # (``discover``: task=discover's own settings, logged by its own run, not part of a cell).
 VOLATILE = ("paths", "hydra", "tracking", "log_samples", "resume", "discover")
 # ... and parts that say how it was run (where the server is, how many threads or requests at once):
-# logged, but not part of the cell's identity, so a sweep resumed against a moved server skips done cells.
+# logged, but not part of the cell's identity, so a sweep resumed against a moved server skips done cells
+# (llm.training_data_date describes the model, for discovery's contamination warning: it computes nothing).
 HOW_RUN = ("threads", "format", "task", "llm.base_url", "llm.api_key_env", "llm.concurrency", "llm.timeout",
            "llm.max_retries", "llm.transport", "llm.max_call_failure_rate", "llm.serve", "llm.embedded.threads",
-           "llm.embedded.model.cache_dir")
+           "llm.embedded.model.cache_dir", "llm.training_data_date")
 # Bump when a code change alters the results of existing cells, so resume recomputes them.
 # 2: an unreachable LLM server stops the cell instead of logging GNN-only decisions as HyGRAIL's.
 # 3: test_call_rate is the routed share (paper); decision attribution; KG-FM reviews raw triples.

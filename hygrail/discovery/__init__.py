@@ -5,7 +5,9 @@ candidate space walked in blocks, ``scoring``: exact or two-stage scoring, TSH a
 attachment), the band's routed head is reviewed by the LLM with graph evidence (the reviewing
 stage of ``task=run``), and ``cards`` writes the ranked table, an offline HTML report and a
 Markdown version. With ``discover.cutoff`` the graph is cut at a year and ``retro`` scores the
-rankings against the edges found after it. ``run`` composes them.
+rankings against the edges found after it (Science4Cast's grid of horizons, degrees and counts);
+``novelty`` says whether a list finds anything beyond the hubs, ``trust`` what the page tells a
+reader about how far to trust it. ``run`` composes them.
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ def options(cfg: DictConfig) -> dict:
     if not isinstance(top_k, int) or top_k < 1:
         raise DataError(f"discover.top_k={top_k}: expected a positive number of hypotheses to keep")
     budget = d.get("review_budget") or {}
-    for part in ("val", "candidates"):
+    for part in ("val", "candidates", "test"):
         v = budget.get(part)
-        if part == "val" and v is None:
+        if part != "candidates" and v is None:
             continue
         if not isinstance(v, int) or v < 0:
             raise DataError(f"discover.review_budget.{part}={v}: expected a number of reviews >= 0"
-                            + (" (or null for every routed validation hypothesis)" if part == "val" else ""))
+                            + (f" (or null for every routed {part} hypothesis)" if part != "candidates" else ""))
     short = d.get("shortlist")
     if not (short is None or short == "auto" or (isinstance(short, int) and short >= top_k)):
         raise DataError(f"discover.shortlist={short}: expected null (exact), auto, or a shortlist size >= "
@@ -41,4 +43,29 @@ def options(cfg: DictConfig) -> dict:
     ks = sorted(int(k) for k in d.get("ks") or KS)
     if ks[0] < 1:
         raise DataError(f"discover.ks={ks}: expected positive list sizes")
+    evaluation(d)
+    from hygrail.discovery.trust import training_year
+
+    training_year(cfg.llm.get("training_data_date"))
     return d | {"ks": ks}
+
+
+# The retrospective grid and the novelty view (retro, novelty): option -> (least value, what it is).
+GRID = {"horizons": (1, "years after the cutoff"), "min_degrees": (0, "degrees"), "min_counts": (1, "reference counts")}
+NOVELTY = {"distance_cap": (2, "a path length"), "degree_buckets": (1, "a number of buckets")}
+
+
+def evaluation(d: dict) -> None:
+    """One-line errors for the retrospective grid and the novelty view's options."""
+    for key, (least, what) in GRID.items():
+        v = d.get(key)
+        if not isinstance(v, list) or not v or not all(isinstance(x, int) and x >= least for x in v):
+            raise DataError(f"discover.{key}={v}: expected a non-empty list of {what} >= {least}")
+    for key, (least, what) in NOVELTY.items():
+        if not isinstance(d.get(key), int) or d[key] < least:
+            raise DataError(f"discover.{key}={d.get(key)}: expected {what} >= {least}")
+    beta, pct = d.get("novelty_beta"), d.get("hub_percentile")
+    if not isinstance(beta, (int, float)) or not 0 <= beta <= 1:
+        raise DataError(f"discover.novelty_beta={beta}: expected a weight in [0, 1]")
+    if not isinstance(pct, (int, float)) or not 0 < pct <= 100:
+        raise DataError(f"discover.hub_percentile={pct}: expected a percentile in (0, 100]")

@@ -7,7 +7,15 @@ endpoints' strongest associations and the connecting paths) and the same in Mark
 Every card's graph evidence is the Table 9 template rendering of the structured evidence of the
 graph the GNN scored (retrieval is cheap; the reviewer's own text, e.g. an LLM summary, is shown
 beside it when it differs). A card says how its verdict was reached: by the GNN outside the band,
-by the LLM, or not yet (routed but beyond the review budget).
+by the LLM, or not yet (routed but beyond the review budget); beside each association the
+numbers that gave it its style (count, NormCount, w, EviScore: ``evidence.retrieve``), node ids
+beside names, and the pair's novelty view (graph distance, hub pair, ``novelty``).
+
+The page says how far to trust the list (``trust``): the held-out precision of each region, the
+reviewer's figures on validation, and warnings in red at the top (a reviewer that accepts nearly
+everything, one trained after the cutoff). Cards come in pages of ``CARDS_PER_PAGE`` inside the
+one file (later pages as inert ``<template>``s the script swaps in), so that a list of any size
+stays light to open and ``index.html#card-N`` opens card N wherever it is.
 """
 
 from __future__ import annotations
@@ -18,12 +26,15 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
 import polars as pl
 
-# Columns of the ranked table, in order; ``structured`` holds the evidence object as JSON.
+# Columns of the ranked table, in order; ``structured`` holds the evidence object as JSON; distance,
+# hub_pair, novelty and degree_adjusted are the novelty view among the listed (``novelty``).
 COLUMNS = ("rank", "gnn_rank", "left", "right", "score", "region", "verdict", "decided_by", "review", "confidence",
-           "reasoning", "statement", "evidence", "reviewer_evidence", "structured", "future_year", "left_id",
-           "right_id")
+           "reasoning", "statement", "evidence", "reviewer_evidence", "structured", "future_year", "distance",
+           "hub_pair", "novelty", "degree_adjusted", "left_id", "right_id")
+CARDS_PER_PAGE = 200  # cards per page of the HTML report (the first page is the page itself)
 REGION_TEXT = {"auto_accept": "above b* (accepted by the GNN)", "routed": "in the band (LLM review)",
                "auto_reject": "below a* (rejected by the GNN)"}
 
@@ -33,16 +44,23 @@ def write_table(table: pl.DataFrame, out: Path) -> None:
     table.write_csv(out / "hypotheses.csv")
 
 
-def write_markdown(table: pl.DataFrame, summary: Mapping[str, Any], retro: pl.DataFrame | None, out: Path) -> None:
-    lines = [f"# {summary['title']}", "", *[f"- {k}: {v}" for k, v in summary["facts"].items()], ""]
+def write_markdown(table: pl.DataFrame, summary: Mapping[str, Any], retro, out: Path) -> None:
+    lines = [f"# {summary['title']}", ""]
+    lines += [f"> **Warning:** {w}\n" for w in summary.get("warnings", ())]
+    lines += [*[f"- {k}: {v}" for k, v in facts(table, summary).items()], ""]
+    if summary.get("trust"):
+        lines += ["## How far to trust it", "", _md_table(pl.DataFrame(summary["trust"])), "", summary["trust_note"], ""]
     if retro is not None:
-        lines += ["## Retrospective evaluation", "", _md_table(by_metric(retro)), ""]
-    cols = ("rank", "left", "right", "score", "region", "verdict", "confidence", "future_year")
+        lines += ["## Retrospective evaluation", ""]
+        for title, df in retro_tables(retro):
+            lines += [f"### {title}", "", _md_table(df), ""]
+    cols = ("rank", "left", "right", "score", "region", "verdict", "confidence", "future_year", "distance", "hub_pair")
     lines += ["## Ranked hypotheses", "", _md_table(table.select(cols)), "", "## Evidence cards", ""]
     for row in table.iter_rows(named=True):
         lines += [f"### {row['rank']}. {row['statement']}", "",
-                  f"GNN score {row['score']:.4f} (rank {row['gnn_rank']}); {REGION_TEXT[row['region']]}; "
-                  f"verdict: **{row['verdict']}** ({row['decided_by']})", ""]
+                  f"{row['left']} (id {row['left_id']}) – {row['right']} (id {row['right_id']}). GNN score "
+                  f"{row['score']:.4f} (rank {row['gnn_rank']}); {REGION_TEXT[row['region']]}; verdict: "
+                  f"**{row['verdict']}** ({row['decided_by']}). {_novelty_text(row)}", ""]
         if row["review"] is not None:
             conf = "" if row["confidence"] is None else f", confidence {row['confidence']:.2f}"
             lines += [f"LLM review: {row['review']}{conf}. {row['reasoning'] or ''}", ""]
@@ -50,9 +68,58 @@ def write_markdown(table: pl.DataFrame, summary: Mapping[str, Any], retro: pl.Da
     (out / "hypotheses.md").write_text("\n".join(lines))
 
 
-def by_metric(retro: pl.DataFrame) -> pl.DataFrame:
-    """The retrospective table for reading: one row per metric, one column per method."""
-    return retro.drop("method").transpose(include_header=True, header_name="metric", column_names=retro["method"])
+def facts(table: pl.DataFrame, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's facts, with what is true of HyGRAIL's list against the GNN's (``agreement``)."""
+    return dict(summary["facts"]) | {"HyGRAIL's list against the GNN's": agreement(table)}
+
+
+def agreement(table: pl.DataFrame) -> str:
+    """Where HyGRAIL's list (the table's order) first differs from the GNN's (``gnn_rank``) among
+    the listed hypotheses. The LLM only reorders the band, so the lists agree at least through the
+    candidates above b*; with none above b*, an LLM-accepted candidate can lead from rank 1."""
+    differ = np.flatnonzero(table["gnn_rank"].to_numpy() != table["rank"].to_numpy())
+    above = f"{int((table['region'] == 'auto_accept').sum()):,} listed above b*"
+    if not len(differ):
+        return f"identical over the {table.height:,} listed ({above})"
+    first = int(differ[0]) + 1
+    if first == 1:
+        return f"differs from rank 1 on ({above}; the LLM reorders the band)"
+    return f"the GNN's down to rank {first - 1:,}, differs from rank {first:,} on ({above}; the LLM reorders the band)"
+
+
+def _novelty_text(row: Mapping[str, Any]) -> str:
+    hub = "; both ends are hubs" if row["hub_pair"] else ""
+    return (f"Graph distance {row['distance']}{hub}; among the listed: novelty-aware score {row['novelty']:.2f}, "
+            f"degree-adjusted {row['degree_adjusted']:+.2f}.")
+
+
+def retro_tables(retro) -> list[tuple[str, pl.DataFrame]]:
+    """The retrospective evaluation (``retro.Retrospective``) for reading: the headline per method,
+    AUC / AP per condition (one column per method), precision per degree-product bucket."""
+    t = retro.table
+    ks = sorted(int(c.removeprefix("precision_at_")) for c in t.columns if c.startswith("precision_at_"))
+    h, d, c = retro.headline
+    cols = ["method", "n_answers", "auc", "ap", *(f"precision_at_{k}" for k in ks), f"recall_at_{ks[-1]}"]
+    head = retro.headline_rows().select(cols)
+    methods = t["method"].unique(maintain_order=True).to_list()
+    cells = [f"{a:.3f} / {p:.4f}" if np.isfinite(a) else "no answers" if not n else "n/a"
+             for a, p, n in zip(t["auc"], t["ap"], t["n_answers"])]
+    grid = (t.with_columns(pl.Series("AUC / AP", cells))
+            .pivot(on="method", index=["horizon", "min_degree", "min_count", "n_answers"], values="AUC / AP")
+            .select("horizon", "min_degree", "min_count", "n_answers", *methods))
+    b = retro.buckets
+    top = next(col for col in b.columns if col.startswith("in_top_"))
+    small, large = ks[0], ks[-1]
+    bucket_cell = (pl.col(f"precision_at_{small}").round(2).cast(pl.String) + " / "
+                   + pl.col(f"precision_at_{large}").round(3).cast(pl.String) + " (" + pl.col(top).cast(pl.String) + ")")
+    label = pl.format("{}: {} ({} answers)", pl.col("bucket"), pl.col("degree_product"), pl.col("n_answers"))
+    buckets = (b.with_columns(bucket_cell.alias("cell"), label.alias("bucket d(u)·d(v)"))
+               .pivot(on="bucket d(u)·d(v)", index="method", values="cell"))
+    return [(f"Headline: answers within {h} years of the cutoff, both ends of degree >= {d}, >= {c} reference(s)", head),
+            ("ROC-AUC / AP over the whole candidate space per condition (horizon in years; minimum degree of both "
+             "ends at the cutoff; minimum references; Science4Cast's grid)", grid),
+            (f"Per degree-product bucket (headline answers): precision@{small} / precision@{large} within the bucket "
+             f"(how many of the ranking's top {top.removeprefix('in_top_')} lie in it)", buckets)]
 
 
 def _md_table(df: pl.DataFrame) -> str:
@@ -83,6 +150,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}tr:hover td{background
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:14px}.cols ul{margin:4px 0;padding-left:18px}
 .ev{margin:6px 0;padding-left:18px}.path{font-family:ui-monospace,Menlo,monospace;font-size:12.5px}
 .review{background:#f4f6fa;border-left:3px solid #1f3a5f;padding:6px 10px;margin:8px 0}.small{font-size:12px;color:#5b6577}
+.warning{background:#fde2e1;color:#8e1b13;border:2px solid #c0392b;border-radius:6px;padding:10px 14px;margin:10px 0;font-weight:600}
+.hub{background:#e6e0f8;color:#3d2a80}.wide{overflow-x:auto}.wide td{white-space:nowrap}h3{font-size:15px;margin:16px 0 6px}#pager{margin:6px 0 10px}#pager a{margin-right:8px}#pager a.current{font-weight:700;text-decoration:none;color:#1d2330}
 """
 
 JS = """
@@ -97,27 +166,50 @@ document.querySelectorAll('#ranked th').forEach(th=>th.addEventListener('click',
 const m=location.hash.match(/^#sort=(.+?)(-desc)?$/);
 if(m){const th=[...document.querySelectorAll('#ranked th')].find(h=>h.textContent===decodeURIComponent(m[1]));
 if(th){sortTable(th);if(m[2])sortTable(th)}}
+// Cards come in pages (one live, the others as <template>s): #card-N swaps in N's page, then shows N.
+const PAGE=%d;
+function openPage(p){const box=document.getElementById('cards'),cur=box.dataset.page;if(cur===String(p))return true;
+const t=document.getElementById('cards-page-'+p);if(!t)return false;
+const keep=document.createElement('template');keep.id='cards-page-'+cur;keep.content.append(...box.childNodes);
+document.getElementById('pages').append(keep);box.append(t.content);t.remove();box.dataset.page=String(p);
+document.querySelectorAll('#pager a').forEach(a=>a.classList.toggle('current',a.dataset.page===String(p)));return true}
+function openCard(){const c=location.hash.match(/^#card-(\\d+)$/);if(!c)return;const n=+c[1];
+if(openPage(Math.ceil(n/PAGE))){const el=document.getElementById('card-'+n);if(el){el.scrollIntoView();document.body.dataset.opened=el.id}}}
+window.addEventListener('hashchange',openCard);openCard();
 document.body.dataset.ready='1';
 """
 
 
-def write_html(table: pl.DataFrame, summary: Mapping[str, Any], retro: pl.DataFrame | None, figure: Path | None,
-               out: Path) -> None:
+def write_html(table: pl.DataFrame, summary: Mapping[str, Any], retro, figure: Path | None, out: Path) -> None:
     e = html.escape
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(summary['title'])}</title>",
              f"<style>{CSS}</style></head><body><header><h1>{e(summary['title'])}</h1>",
              *[f"<p>{e(line)}</p>" for line in summary["lead"]], "</header><main>",
+             *[f"<div class='warning'>Warning: {e(w)}</div>" for w in summary.get("warnings", ())],
              "<h2>Run</h2><div class='facts'>",
-             *[f"<div class='fact'><b>{e(k)}</b>{e(str(v))}</div>" for k, v in summary["facts"].items()], "</div>"]
+             *[f"<div class='fact'><b>{e(k)}</b>{e(str(v))}</div>" for k, v in facts(table, summary).items()], "</div>"]
+    if summary.get("trust"):
+        parts += ["<h2>How far to trust it</h2>", _html_table(pl.DataFrame(summary["trust"]), "trust"),
+                  f"<p class='small'>{e(summary['trust_note'])}</p>"]
     if retro is not None:
-        parts += ["<h2>Retrospective evaluation</h2>", _html_table(by_metric(retro), "retro")]
+        parts.append("<h2>Retrospective evaluation</h2>")
+        for i, (title, df) in enumerate(retro_tables(retro)):
+            parts += [f"<h3>{e(title)}</h3>", f"<div class='wide'>{_html_table(df, 'retro' if i == 0 else f'retro-{i}')}</div>"]
         if figure is not None and figure.is_file():
             data = base64.b64encode(figure.read_bytes()).decode()
             parts.append(f"<p><img alt='precision at K' style='max-width:720px' src='data:image/png;base64,{data}'></p>")
+    rows = list(table.iter_rows(named=True))
+    pages = [rows[i : i + CARDS_PER_PAGE] for i in range(0, len(rows), CARDS_PER_PAGE)] or [[]]
+    pager = " ".join(f"<a href='#card-{page[0]['rank']}' data-page='{p}'{' class=current' if p == 1 else ''}>"
+                     f"{page[0]['rank']}-{page[-1]['rank']}</a>" for p, page in enumerate(pages, 1) if page)
     parts += ["<h2>Ranked hypotheses</h2>",
               "<input id='filter' placeholder='filter (name, verdict, region ...)' oninput='filterRows(this.value)'>",
-              _ranked_table(table), "<h2>Evidence cards</h2>", *(_card(row) for row in table.iter_rows(named=True)),
-              f"</main><script>{JS}</script></body></html>"]
+              _ranked_table(table), "<h2>Evidence cards</h2>",
+              f"<div id='pager'>cards {pager}</div>" if len(pages) > 1 else "",
+              "<div id='cards' data-page='1'>", *(_card(row) for row in pages[0]), "</div><div id='pages'>",
+              *(f"<template id='cards-page-{p}'>{''.join(_card(row) for row in page)}</template>"
+                for p, page in enumerate(pages[1:], 2)),
+              f"</div></main><script>{JS % CARDS_PER_PAGE}</script></body></html>"]
     (out / "index.html").write_text("".join(parts))
 
 
@@ -144,8 +236,10 @@ def _ranked_table(table: pl.DataFrame) -> str:
 def _html_table(df: pl.DataFrame, table_id: str) -> str:
     e = html.escape
 
-    def cell(v):
-        return f"<td class='num'>{v:.3f}</td>" if isinstance(v, float) else f"<td>{e(str(v))}</td>"
+    def cell(v):  # small values (an AP of 0.0005) keep two significant digits
+        if isinstance(v, float):
+            return f"<td class='num'>{v:.3f}</td>" if v == 0 or abs(v) >= 0.01 else f"<td class='num'>{v:.2g}</td>"
+        return f"<td class='num'>{v}</td>" if isinstance(v, int) else f"<td>{e(str(v))}</td>"
 
     head = "".join(f"<th>{e(c)}</th>" for c in df.columns)
     body = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>" for row in df.iter_rows())
@@ -157,11 +251,15 @@ def _card(r: Mapping[str, Any]) -> str:
     ev = json.loads(r["structured"]) if r["structured"] else None
     sentences = [s for s in (r["evidence"] or "").splitlines()[1:] if s.strip() and not s.startswith("Evidence:")]
     out = [f"<div class='card' id='card-{r['rank']}'><h3>{r['rank']}. {e(r['statement'])}</h3>",
-           f"<div class='meta'>GNN score {r['score']:.4f} (GNN rank {r['gnn_rank']}) · {e(REGION_TEXT[r['region']])} · "
-           f"verdict {_verdict_tag(r['verdict'])} <span class='small'>({e(r['decided_by'])})</span>"]
+           f"<div class='meta'>{e(r['left'])} <span class='small'>(id {r['left_id']})</span> – {e(r['right'])} "
+           f"<span class='small'>(id {r['right_id']})</span> · GNN score {r['score']:.4f} (GNN rank {r['gnn_rank']}) · "
+           f"{e(REGION_TEXT[r['region']])} · verdict {_verdict_tag(r['verdict'])} "
+           f"<span class='small'>({e(r['decided_by'])})</span>"]
     if r["future_year"] is not None:
         out.append(f" · <span class='tag future'>found in the literature in {r['future_year']}</span>")
-    out.append("</div>")
+    out.append(f"<br>graph distance {r['distance']}" + (" · <span class='tag hub'>hub pair</span>" if r["hub_pair"] else "")
+               + f" · <span class='small'>among the listed: novelty-aware score {r['novelty']:.2f}, degree-adjusted "
+               f"{r['degree_adjusted']:+.2f}</span></div>")
     if r["review"] is not None or r["reasoning"]:
         conf = "" if r["confidence"] is None else f", confidence {r['confidence']:.2f}"
         out.append(f"<div class='review'><b>LLM review: {e(str(r['review']))}{conf}</b><br>{e(r['reasoning'] or '')}</div>")
@@ -169,14 +267,16 @@ def _card(r: Mapping[str, Any]) -> str:
         out.append("<div class='cols'>")
         for side in ("left", "right"):
             end = ev[side]
-            items = "".join(f"<li>{e(f['name'])} <span class='small'>({e(f['edge_type'])}, count {f['count']}, "
-                            f"w {f['weight']:.2f}, {e(f['style'])})</span></li>" for f in end["features"])
-            out.append(f"<div><b>{e(end['name'])}</b> <span class='small'>({e(end['node_type'])}, degree "
-                       f"{end['degree']})</span><ul>{items or '<li>no associations of the evidence types</li>'}</ul></div>")
+            items = "".join(f"<li>{e(f['name'])} <span class='small'>(id {f['node']}, {e(f['edge_type'])}): "
+                            f"<b>{e(f['style'])}</b> from count {f['count']}, norm {f['norm_count']:.2f}, "
+                            f"w {f['weight']:.2f}, score {f['score']:.2f}</span></li>" for f in end["features"])
+            out.append(f"<div><b>{e(end['name'])}</b> <span class='small'>(id {end['node']}, {e(end['node_type'])}, "
+                       f"degree {end['degree']})</span><ul>{items or '<li>no associations of the evidence types</li>'}</ul></div>")
         out.append("</div>")
         paths = "".join(
-            f"<li class='path'>{' → '.join(e(n) for n in p['names'])} <span class='small'>(score {p['score']:.3f}, "
-            f"{e(p['strength'])}{', via a hub' if p['hub'] else ''}; counts {', '.join(map(str, p['counts']))})</span></li>"
+            f"<li class='path'>{' → '.join(f'{e(n)} <span class=small>[{i}]</span>' for n, i in zip(p['names'], p['nodes']))} "
+            f"<span class='small'>(<b>{e(p['strength'])}</b> from score {p['score']:.3f}"
+            f"{', via a hub' if p['hub'] else ''}; counts {', '.join(map(str, p['counts']))})</span></li>"
             for p in ev["paths"])
         out.append(f"<b>Connecting paths</b> <span class='small'>({ev['paths_found']} found, best {len(ev['paths'])} "
                    f"shown)</span><ul>{paths or '<li>none within the hop limit</li>'}</ul>")

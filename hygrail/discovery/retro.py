@@ -14,16 +14,48 @@ by precision@K, recall@K (against all reachable future edges) and average precis
 over the future edges, of the precision at each one's position in that list). The HyGRAIL ranking
 puts the candidates it accepts first: those above b* (by GNN score), then those the LLM accepted
 (by its confidence), then the rest by GNN score, and the ones the LLM rejected last.
+
+To Science4Cast's standard (Krenn et al., Nature Machine Intelligence 2023: ROC-AUC over every
+unconnected pair, at horizons of 1, 3 and 5 years, for pairs whose ends have degree >= 0, 5 or 25
+at the cutoff, links of >= 1 or >= 3 papers), every ranking is scored over a grid of conditions
+(``retrospective``, long format: one row per method and condition):
+
+- horizon h (``discover.horizons``): the answers are the future edges dated <= cutoff + h; a pair
+  linked later is a non-answer at that horizon, as in Science4Cast. A horizon past the KG's last
+  dated edge sees no more answers than the last year does (``n_answers`` says so).
+- minimum degree d (``discover.min_degrees``): candidates and answers are restricted to the pairs
+  whose two ends both have degree >= d in the graph known at the cutoff (every edge type): d = 0 is
+  the whole space; d = 25 asks how a ranking does among well-studied entities, where degree alone
+  says least.
+- minimum count c (``discover.min_counts``, only where the KG has counts, i.e. some edge of the
+  relation has a count > 1): an answer needs >= c supporting references (recipes, papers); future
+  edges with fewer are non-answers. Known limitation: the count is the edge's count in the full KG
+  (the final release), not the count reached within the horizon, which the KG files do not date.
+
+Per condition: ROC-AUC and AP (sklearn's, ``metrics.ranking``) of the ranking's score vector over
+the restricted candidates (HyGRAIL's score is its list position, reversed), precision@K and
+recall@K of its list restricted to them, and the number of answers. The headline row
+(``HEADLINE``: 3 years, every degree, >= 1 reference) is what MLflow and the figure show; the
+headline's precision@K per degree-product bucket (``bucket_table``) says whether a ranking finds
+anything beyond the hubs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 import numpy as np
+import polars as pl
 
 from hygrail.discovery import KS
+from hygrail.discovery.space import ranking
 from hygrail.kg import NO_YEAR, KG, DataError, Relation
+from hygrail.metrics import ranking as auc_ap
+
+# The headline condition (horizon in years, minimum degree, minimum count): Science4Cast's middle
+# horizon, the whole space, any supported link. Where a grid lacks one, its nearest value is used.
+HEADLINE = (3, 0, 1)
 
 
 def check_cutoff(kg: KG, relation: Relation, cutoff: int) -> None:
@@ -50,6 +82,7 @@ class Future:
     src: np.ndarray  # reachable ones: both ends known by the cutoff
     dst: np.ndarray
     year: np.ndarray
+    count: np.ndarray  # supporting references in the full KG (its final release, not as of the horizon)
     unreachable: int  # an end first appears after the cutoff: no method can propose them
     implied: int = 0  # implied at the cutoff by the ontology (not candidates)
     undated: int = 0  # observed edges of unknown date between known nodes: masked, neither answers nor misses
@@ -64,18 +97,30 @@ def future_edges(kg: KG, known: KG, relation: Relation, cutoff: int) -> Future:
     ok = reach & ~implied
     undated = edges.filter(edges["year"] == NO_YEAR)
     n_undated = int(((known.degree[undated["src"].to_numpy()] > 0) & (known.degree[undated["dst"].to_numpy()] > 0)).sum())
-    return Future(src[ok], dst[ok], later["year"].to_numpy()[ok], int((~reach).sum()), int(implied.sum()), n_undated)
+    return Future(src[ok], dst[ok], later["year"].to_numpy()[ok], later["count"].to_numpy()[ok], int((~reach).sum()),
+                  int(implied.sum()), n_undated)
 
 
-def labels_of(src: np.ndarray, dst: np.ndarray, future: Future, n_nodes: int, same_type: bool) -> np.ndarray:
-    """1 where (src[i], dst[i]) is a future edge (same-type pairs in either order)."""
+def future_of(src: np.ndarray, dst: np.ndarray, future: Future, n_nodes: int, same_type: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(year, count) of the future edge (src[i], dst[i]) (same-type pairs in either order); 0, 0
+    where the pair is no future edge."""
     def key(s, d):
         s, d = np.asarray(s, dtype=np.int64), np.asarray(d, dtype=np.int64)
         if same_type:
             s, d = np.minimum(s, d), np.maximum(s, d)
         return s * n_nodes + d
 
-    return np.isin(key(src, dst), key(future.src, future.dst)).astype(np.int8)
+    zeros = np.zeros(len(src), dtype=np.int64)
+    if len(future.src) == 0:
+        return zeros, zeros.copy()
+    fk = key(future.src, future.dst)
+    order = np.argsort(fk)
+    fk = fk[order]
+    ck = key(src, dst)
+    at = np.minimum(np.searchsorted(fk, ck), len(fk) - 1)
+    hit = fk[at] == ck
+    return (np.where(hit, np.asarray(future.year, dtype=np.int64)[order][at], 0),
+            np.where(hit, np.asarray(future.count, dtype=np.int64)[order][at], 0))
 
 
 def ranking_metrics(hits: np.ndarray, n_future: int, ks=KS) -> dict[str, float]:
@@ -108,3 +153,93 @@ def hygrail_order(gnn_order: np.ndarray, auto_accept: np.ndarray, llm_yes: np.nd
     position[gnn_order] = np.arange(len(gnn_order))
     conf = np.where(llm_yes, -np.nan_to_num(np.asarray(confidence, dtype=np.float64), nan=0.0), 0.0)
     return np.lexsort((position, conf, group))
+
+
+@dataclass(frozen=True)
+class Retrospective:
+    """The retrospective evaluation of one discovery (module docstring)."""
+
+    table: pl.DataFrame  # one row per (method, horizon, min_degree, min_count)
+    buckets: pl.DataFrame  # the headline condition, per degree-product bucket
+    headline: tuple[int, int, int]  # (horizon, min_degree, min_count) of the headline rows
+
+    def headline_rows(self) -> pl.DataFrame:
+        h, d, c = self.headline
+        return self.table.filter((pl.col("horizon") == h) & (pl.col("min_degree") == d) & (pl.col("min_count") == c))
+
+
+def headline(horizons: Sequence[int], min_degrees: Sequence[int], min_counts: Sequence[int]) -> tuple[int, int, int]:
+    """``HEADLINE``, each part replaced by the grid's nearest value (the smaller on a tie)."""
+    return tuple(min(grid, key=lambda v, want=want: (abs(v - want), v))
+                 for grid, want in zip((horizons, min_degrees, min_counts), HEADLINE))
+
+
+def answers(year: np.ndarray, count: np.ndarray, cutoff: int, horizon: int, min_count: int) -> np.ndarray:
+    """1 where a candidate is an answer at ``horizon`` years with >= ``min_count`` references
+    (``year``, ``count``: ``future_of``)."""
+    return ((year > 0) & (year <= cutoff + horizon) & (count >= min_count)).astype(np.int8)
+
+
+def degree_mask(degree: np.ndarray, src: np.ndarray, dst: np.ndarray, min_degree: int) -> np.ndarray:
+    """Candidates whose two ends both have degree >= ``min_degree`` (``degree``: the cutoff graph's)."""
+    return (degree[src] >= min_degree) & (degree[dst] >= min_degree)
+
+
+def retrospective(scores: Mapping[str, np.ndarray], src: np.ndarray, dst: np.ndarray, year: np.ndarray,
+                  count: np.ndarray, degree: np.ndarray, cutoff: int, grid: Mapping[str, Sequence[int]],
+                  ks: Sequence[int] = KS, seed: int = 0, n_buckets: int = 4) -> Retrospective:
+    """Every ranking (``scores``: method -> score per candidate, higher first, ties by
+    ``space.tiebreak``) under every condition of ``grid`` (horizons, min_degrees, min_counts);
+    ``year``, ``count``: ``future_of``; ``degree``: per node, in the graph known at the cutoff."""
+    horizons, min_degrees, min_counts = grid["horizons"], grid["min_degrees"], grid["min_counts"]
+    orders = {name: ranking(s, src, dst, seed) for name, s in scores.items()}
+    labels = {(h, c): answers(year, count, cutoff, h, c) for h in horizons for c in min_counts}
+    rows = []
+    for d in min_degrees:
+        keep = degree_mask(degree, src, dst, d)
+        for name, s in scores.items():
+            order = orders[name][keep[orders[name]]]
+            for h in horizons:
+                for c in min_counts:
+                    y = labels[(h, c)]
+                    n = int(y[keep].sum())
+                    at_k = ranking_metrics(y[order], n, ks)
+                    ra = auc_ap(y[keep], s[keep])
+                    rows.append({"method": name, "horizon": h, "min_degree": d, "min_count": c,
+                                 "n_candidates": int(keep.sum()), "n_answers": n,
+                                 "auc": ra.get("auc", float("nan")), "ap": ra.get("ap", float("nan"))}
+                                | {k: v for k, v in at_k.items() if k.startswith(("precision", "recall"))})
+    head = headline(horizons, min_degrees, min_counts)
+    keep = degree_mask(degree, src, dst, head[1])
+    buckets = bucket_table({n: o[keep[o]] for n, o in orders.items()}, labels[(head[0], head[2])],
+                           degree[src].astype(np.float64) * degree[dst], n_buckets, ks, keep)
+    return Retrospective(pl.DataFrame(rows), buckets, head)
+
+
+def bucket_table(orders: Mapping[str, np.ndarray], labels: np.ndarray, degree_product: np.ndarray, n_buckets: int,
+                 ks: Sequence[int] = KS, keep: np.ndarray | None = None) -> pl.DataFrame:
+    """Each ranking within each bucket of the degree product d(u) d(v) (``n_buckets`` quantile
+    buckets of the candidates in ``keep``; tied quantiles merge buckets): its list restricted to
+    the bucket (precision@K, recall@K), and how much of its top max(K) over all candidates lies in
+    the bucket (``in_top``) with how many answers there (``hits_in_top``). A ranking whose top is all
+    in the last bucket finds only pairs of hubs."""
+    keep = np.ones(len(labels), dtype=bool) if keep is None else keep
+    edges = np.unique(np.quantile(degree_product[keep], np.arange(1, n_buckets) / n_buckets)) if keep.any() else []
+    bucket = np.searchsorted(edges, degree_product, side="left")  # edges[b-1] < product <= edges[b]
+    top = max(ks)
+    rows = []
+    for name, order in orders.items():
+        head = order[:top]
+        for b in range(len(edges) + 1):
+            sel = keep & (bucket == b)
+            if not sel.any():
+                continue
+            n = int(labels[sel].sum())
+            mine = order[sel[order]]
+            at_k = ranking_metrics(labels[mine], n, ks)
+            rows.append({"method": name, "bucket": b + 1,
+                         "degree_product": f"{degree_product[sel].min():g}-{degree_product[sel].max():g}",
+                         "n_candidates": int(sel.sum()), "n_answers": n, f"in_top_{top}": int(sel[head].sum()),
+                         f"hits_in_top_{top}": int(labels[head][sel[head]].sum())}
+                        | {k: v for k, v in at_k.items() if k.startswith(("precision", "recall"))})
+    return pl.DataFrame(rows)

@@ -2,7 +2,7 @@
 
     KG (<= cutoff) -> split (calibration) -> triage of ALL unobserved pairs (streamed, top-K)
       -> band regions -> reviewing stage on the routed head -> ranked table + HTML cards
-      -> (cutoff given) precision@K against the edges dated after it
+      -> (cutoff given) AUC, AP and precision@K against the edges dated after it (``retro``'s grid)
 
 The GNN, its threshold, the band [a*, b*] and gamma come from the split's validation part exactly
 as in ``task=run`` (``stages.gnn_stage``, ``stages.val_gamma``: the same cached model and
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,16 +27,23 @@ from omegaconf import DictConfig
 from hygrail.data import load_kg
 from hygrail.discovery import entities, options
 from hygrail.discovery.cards import COLUMNS, write_html, write_markdown, write_table
-from hygrail.discovery.retro import check_cutoff, future_edges, hygrail_order, labels_of, ranking_metrics
+from hygrail.discovery.novelty import distances, hub_pairs, novelty_scores
+from hygrail.discovery.retro import (Retrospective, answers, check_cutoff, degree_mask, future_edges, future_of,
+                                     hygrail_order, retrospective)
 from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, PreferentialAttachment, TSHBlocks, two_stage, walk
 from hygrail.discovery.space import CandidateSpace, ranking
+from hygrail.discovery.trust import REGION_TEXT, accept_warning, contamination, region_precision, reviewer_figures
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import DataError
 from hygrail.stages import build_split, gnn_stage, hypotheses, plain, reviewer_for, val_gamma
 from hygrail.review.stage import check_failures, decide, fallback_note
 from hygrail.triage.routing import Band, route
 
-METHODS = {"gnn": "GNN", "hygrail": "HyGRAIL", "tsh": "TSH", "pa": "Preferential attachment"}
+log = logging.getLogger("hygrail.discovery")
+
+# Rankings of the retrospective evaluation, in the order the tables list them (key: MLflow's retro_<key>_*).
+METHODS = {"gnn": "GNN", "hygrail": "HyGRAIL", "tsh": "TSH", "pa": "Preferential attachment", "cn": "Common neighbours",
+           "paths3": "3-paths", "novelty": "GNN novelty-aware", "degree_adjusted": "GNN degree-adjusted"}
 
 
 @dataclass
@@ -44,7 +52,7 @@ class Discovery:
     metrics: dict[str, float]
     out: Path  # where the report was written
     summary: dict
-    retro: pl.DataFrame | None = None  # one row per ranking method (cutoff only)
+    retro: Retrospective | None = None  # the rankings scored against the future edges (cutoff only)
     curves: dict[str, np.ndarray] = field(default_factory=dict)  # precision@k, k = 1..max(ks)
     space: CandidateSpace | None = None  # the candidates (on the graph known by the cutoff)
     graph: object = None  # the split's training graph: what the GNN, TSH and the evidence read
@@ -116,6 +124,7 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     head_prob = gnn.probability(w.head.score)
     routed = w.routed
     reviewed, decisions, gamma = [], np.zeros(0, dtype=np.int8), None
+    metrics |= region_precision(split, triage)  # held-out precision per region; review() redoes it with test reviews
     if routed is not None and len(routed.score):
         reviewed, decisions, gamma, review_metrics = review(cfg, d, split, triage, routed, gnn)
         metrics |= review_metrics
@@ -152,27 +161,36 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
 
 def review(cfg: DictConfig, d: dict, split, triage, routed, gnn: GNNBlocks):
     """LLM review of the best routed candidates, gamma from routed validation hypotheses drawn where
-    the reviewed candidates lie (``like_reviewed``): (reviewed, decisions, gamma, metrics)."""
+    the reviewed candidates lie (``like_reviewed``), and routed test hypotheses drawn the same way
+    for the reviewed region's held-out precision (``trust``): (reviewed, decisions, gamma, metrics)."""
     mode = load_mode(plain(cfg.evidence), plain(cfg.relation)["templates"], triage.calibrated())
-    y_val = split.part("val")["label"].to_numpy()
+    y_val, y_test = split.part("val")["label"].to_numpy(), split.part("test")["label"].to_numpy()
     r_val = triage.route_val
     gnn_val = (triage.scores.val >= triage.threshold).astype(int)
+    gnn_test = (triage.scores.test >= triage.threshold).astype(int)
     probs = gnn.probability(routed.score)
-    pick_val = like_reviewed(triage.scores.val, r_val == -1, probs, d["review_budget"].get("val"), int(cfg.seed))
+    budget = d["review_budget"]
+    pick_val = like_reviewed(triage.scores.val, r_val == -1, probs, budget.get("val"), int(cfg.seed))
+    pick_test = like_reviewed(triage.scores.test, triage.route_test == -1, probs, budget.get("test"), int(cfg.seed) + 1)
     hyps = [Hypothesis(int(s), int(t), float(p)) for s, t, p in zip(routed.src, routed.dst, probs)]
     with reviewer_for(cfg, mode, split) as reviewer:
         rev_val = reviewer.review(hypotheses(split.part("val"), pick_val, triage.scores.val))
+        rev_test = reviewer.review(hypotheses(split.part("test"), pick_test, triage.scores.test))
         reviewed = reviewer.review(hyps)
         metrics = reviewer.metrics()
         cache = reviewer.cache_path()
-    fell_back = check_failures([r.result for r in rev_val + reviewed], float(cfg.method["max_review_failure_rate"]),
-                               cfg.llm.name, cache)
+    fell_back = check_failures([r.result for r in rev_val + rev_test + reviewed],
+                               float(cfg.method["max_review_failure_rate"]), cfg.llm.name, cache)
     on_failure, rule = cfg.method.get("on_failure", "fallback"), cfg.llm.get("decision", "paper")
     gamma = val_gamma(r_val, gnn_val, y_val, pick_val, rev_val, on_failure, rule)
     decisions = decide(reviewed, gamma, (probs >= triage.threshold).astype(int), on_failure, rule)
-    metrics |= {"discover_val_reviewed": float(len(pick_val)), "discover_reviewed": float(len(reviewed)),
-                "review_fallback_share": fell_back,
+    dec_test = decide(rev_test, gamma, gnn_test[pick_test], on_failure, rule)
+    metrics |= {"discover_val_reviewed": float(len(pick_val)), "discover_test_reviewed": float(len(pick_test)),
+                "discover_reviewed": float(len(reviewed)), "review_fallback_share": fell_back,
                 "discover_llm_accepted": float(decisions.sum())}
+    metrics |= region_precision(split, triage, pick_test, dec_test)
+    metrics |= reviewer_figures("val", y_val[pick_val], decide(rev_val, gamma, gnn_val[pick_val], on_failure, rule))
+    metrics |= reviewer_figures("test", y_test[pick_test], dec_test)
     return reviewed, decisions, gamma, metrics
 
 
@@ -216,12 +234,19 @@ def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.nda
     dst = np.array([k[1] for k in keys], dtype=np.int64)
     score = np.array([rows[k]["score"] for k in keys])
     region = route(score, band)
+    # the novelty view among the listed hypotheses (``novelty``): plausibility is the GNN's order
+    d = cfg.discover
+    distance = distances(graph, src, dst, int(d.distance_cap))
+    deg = graph.degree.astype(np.float64)
+    novel, adjusted = novelty_scores(-np.array([rows[k]["gnn_rank"] for k in keys], dtype=np.float64), distance,
+                                     deg[src] * deg[dst], float(d.novelty_beta))
+    hub = hub_pairs(graph, src, dst, float(d.hub_percentile))
     templates = plain(cfg.relation)["templates"]
     threshold = triage.threshold
     cards = Template(plain(cfg.evidence) | {"mode": "template"}, templates, triage.calibrated()).prepare(
         graph, split.relation, [Hypothesis(int(s), int(t), float(p)) for s, t, p in zip(src, dst, score)])
     records = []
-    for k, reg, card in zip(keys, region, cards):
+    for i, (k, reg, card) in enumerate(zip(keys, region, cards)):
         row, rev = rows[k], rows[k].get("reviewed")
         res = rev.result if rev else None
         if reg == 1:
@@ -240,7 +265,9 @@ def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.nda
             "review": res.review if res else None, "confidence": res.confidence if res else None,
             "reasoning": (res.reasoning or res.failure) if res else None, "statement": card.statement,
             "evidence": card.text, "reviewer_evidence": theirs if theirs != card.text else None,
-            "structured": json.dumps(card.structured), "future_year": None, "left_id": k[0], "right_id": k[1]})
+            "structured": json.dumps(card.structured), "future_year": None, "distance": int(distance[i]),
+            "hub_pair": bool(hub[i]), "novelty": float(novel[i]), "degree_adjusted": float(adjusted[i]),
+            "left_id": k[0], "right_id": k[1]})
     table = pl.DataFrame(records, schema_overrides={"review": pl.String, "confidence": pl.Float64, "reasoning": pl.String,
                                                      "reviewer_evidence": pl.String, "future_year": pl.Int32})
     gnn_order = np.argsort(table["gnn_rank"].to_numpy(), kind="stable")
@@ -253,16 +280,27 @@ def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.nda
 
 def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlocks, band: Band, w, reviewed: list,
              decisions: np.ndarray, future, n_nodes: int):
-    """Precision@K, recall@K and AP of the four rankings over the whole candidate space (``retro``)."""
+    """Every ranking of the whole candidate space under every condition of the retrospective grid
+    (``retro``): (``retro.Retrospective``, the headline's precision@k curves, metrics). The
+    rankings: the GNN, HyGRAIL, TSH, preferential attachment, common neighbours (every edge type),
+    for a relation between two node types the 3-path count (its common neighbours *in the
+    relation* are 0 by construction: ``baselines.structural``), and the GNN's novelty-aware and
+    degree-adjusted scores (``novelty``), all on the split's training graph, the graph the GNN read."""
+    from hygrail.baselines import structural
+
     seed, block = int(cfg.seed), int(d["block_pairs"])
+    graph = split.train_graph
     src, dst = space.pairs(block)
-    labels = labels_of(src, dst, future, n_nodes, space.same_type)
+    pa = walk(space, PreferentialAttachment(graph, space), 1, seed, block, keep=True, desc="preferential attachment").scores
     scores = {"gnn": w.scores,
               "tsh": walk(space, TSHBlocks(split, d["tsh"], space), 1, seed, block, keep=True, desc="TSH").scores,
-              "pa": walk(space, PreferentialAttachment(split.train_graph, space), 1, seed, block, keep=True,
-                         desc="preferential attachment").scores}
-    orders = {name: ranking(s, src, dst, seed) for name, s in scores.items()}
-    # HyGRAIL: the reviewed candidates found in the walk order by their keys.
+              "pa": pa, "cn": structural.common_neighbours(graph, src, dst)}
+    if not space.same_type:
+        scores["paths3"] = structural.paths3(graph, space.relation, src, dst)
+    scores["novelty"], scores["degree_adjusted"] = novelty_scores(
+        w.scores, distances(graph, src, dst, int(d["distance_cap"])), pa, float(d["novelty_beta"]))
+    # HyGRAIL: the reviewed candidates found in the walk order by their keys; its score is its list
+    # position, reversed (AUC and AP of a ranking that has no score of its own).
     keys = src * n_nodes + dst
     by_key = np.argsort(keys)
     llm_yes, llm_no, conf = (np.zeros(len(src), bool), np.zeros(len(src), bool), np.zeros(len(src)))
@@ -273,22 +311,42 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
         llm_no[at[decisions == 0]] = True
         conf[at] = [r.result.confidence if r.result and r.result.confidence is not None else 0.0 for r in reviewed]
     auto = route(gnn.probability(w.scores), band) == 1
-    orders["hygrail"] = hygrail_order(orders["gnn"], auto, llm_yes, llm_no, conf)
-    n_future, ks = len(future.src), d["ks"]
-    rows, curves = [], {}
-    metrics = {"retro_future_edges": float(n_future), "retro_future_unreachable": float(future.unreachable),
-               "retro_future_implied": float(future.implied), "retro_undated_excluded": float(future.undated)}
-    for name in ("gnn", "hygrail", "tsh", "pa"):
-        hits = labels[orders[name]]
-        m = ranking_metrics(hits, n_future, ks)
-        metrics |= {f"retro_{name}_{k}": v for k, v in m.items()}
-        rows.append({"method": METHODS[name]} | m)
-        curves[METHODS[name]] = np.cumsum(hits[: max(ks)]) / np.arange(1, min(max(ks), len(hits)) + 1)
-    return pl.DataFrame(rows), curves, metrics
+    gnn_order = ranking(w.scores, src, dst, seed)
+    order = hygrail_order(gnn_order, auto, llm_yes, llm_no, conf)
+    scores["hygrail"] = np.empty(len(src))
+    scores["hygrail"][order] = np.arange(len(src), 0, -1, dtype=np.float64)
+    scores = {METHODS[k]: scores[k] for k in METHODS if k in scores}
+    year, count = future_of(src, dst, future, n_nodes, space.same_type)
+    counted = bool((space.kg.relation_edges(space.relation)["count"] > 1).any() or (future.count > 1).any())
+    grid = {"horizons": d["horizons"], "min_degrees": d["min_degrees"],
+            "min_counts": d["min_counts"] if counted else [1]}  # a KG without counts: every link has one
+    result = retrospective(scores, src, dst, year, count, space.kg.degree, int(cfg.discover.cutoff), grid, d["ks"],
+                           seed, int(d["degree_buckets"]))
+    h, min_deg, min_count = result.headline
+    y = answers(year, count, int(cfg.discover.cutoff), h, min_count) * degree_mask(space.kg.degree, src, dst, min_deg)
+    ks = d["ks"]
+    curves = {}
+    for name, s in scores.items():
+        hits = y[ranking(s, src, dst, seed)][: max(ks)]
+        curves[name] = np.cumsum(hits) / np.arange(1, len(hits) + 1)
+    differ = np.flatnonzero(order != gnn_order)
+    metrics = {"retro_future_edges": float(len(future.src)), "retro_future_unreachable": float(future.unreachable),
+               "retro_future_implied": float(future.implied), "retro_undated_excluded": float(future.undated),
+               "retro_counts_known": float(counted),
+               "retro_last_year": float(future.year.max()) if len(future.year) else float("nan"),
+               # the whole-space list position where HyGRAIL's list first differs from the GNN's (0: never)
+               "retro_hygrail_first_differs_at": float(differ[0] + 1) if len(differ) else 0.0}
+    key = {label: k for k, label in METHODS.items()}
+    for row in result.headline_rows().iter_rows(named=True):
+        metrics |= {f"retro_{key[row['method']]}_{k}": float(v) for k, v in row.items()
+                    if k not in ("method", "horizon", "min_degree", "min_count", "n_candidates")}
+    return result, curves, metrics
 
 
 def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float, gamma, w, n_reviewed: int,
             metrics: dict, exact: bool) -> dict:
+    """The page's title, lead, facts, the held-out precision per region (``trust``) and its
+    warnings (each also logged: printed where the run is watched)."""
     rel = space.relation
     schema = space.kg.schema
     c = w.counts
@@ -299,33 +357,61 @@ def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float
             f"below a*{est}: reviewing the whole band would take {c['routed']:,} LLM calls; {n_reviewed} were made "
             f"here on the best-scored routed candidates.",
             "Accepted hypotheses are model-generated candidates for expert or experimental validation, not findings."]
+    date = cfg.llm.get("training_data_date") or "unknown"
     facts = {"data": cfg.data.name, "relation": f"{rel.name} ({rel.label})", "backbone": cfg.backbone.name,
              "reviewer": f"{cfg.llm.name} (evidence: {cfg.evidence.mode})"
                          + (f", {note}" if (note := fallback_note(metrics.get("review_fallback_share", 0.0))) else ""),
-             "seed": cfg.seed,
+             "reviewer's training data up to": str(date), "seed": cfg.seed,
              "cutoff": cfg.discover.cutoff if cfg.discover.cutoff is not None else "none (all edges)",
              "band [a*, b*]": f"[{band.a:.4f}, {band.b:.4f}]", "GNN-only threshold": f"{threshold:.4f}",
              "gamma": "n/a (no review)" if gamma is None else f"{gamma:.3f}",
-             "validation reviews (gamma)": int(metrics.get("discover_val_reviewed", 0)),
              "candidate reviews": n_reviewed, "scoring seconds": f"{metrics['discover_seconds_score']:.1f}"}
+    for part, what in (("val", "validation reviews (gamma)"), ("test", "test reviews (held-out precision)")):
+        n = int(metrics.get(f"reviewer_{part}_reviewed", 0))
+        facts[what] = (f"{n} ({int(metrics[f'reviewer_{part}_positives'])} true links); the LLM accepted "
+                       f"{int(metrics[f'reviewer_{part}_accepted'])} ({metrics[f'reviewer_{part}_accept_rate']:.0%}), "
+                       f"precision {_share(metrics, f'reviewer_{part}')}") if n else "0"
     if "retro_future_edges" in metrics:
         facts["future edges (found after the cutoff)"] = (f"{int(metrics['retro_future_edges'])} reachable, "
                                                          f"{int(metrics['retro_future_unreachable'])} to entities new after it")
         facts["observed but undated (not ranked, not misses)"] = f"{int(metrics['retro_undated_excluded']):,}"
-        facts["HyGRAIL's list = the GNN's down to rank"] = f"{c['auto_accept']:,} (all above b*; the LLM reviews the band)"
-    return {"title": f"HyGRAIL discovery: {rel.label} hypotheses ({cfg.data.name})", "lead": lead, "facts": facts}
+    trust = [{"region": text, "test hypotheses": int(metrics[f"trust_test_{name}_n"]),
+              "true links": int(metrics[f"trust_test_{name}_positives"]),
+              "accepted": int(metrics[f"trust_test_{name}_accepted"]),
+              "precision of the accepted": _share(metrics, f"trust_test_{name}")}
+             for name, text in REGION_TEXT.items()]
+    reviews = int(sum(metrics.get(k, 0) for k in ("discover_val_reviewed", "discover_test_reviewed",
+                                                  "discover_reviewed")))
+    warnings = [x for x in (accept_warning(metrics), contamination(cfg.llm.name, date, cfg.discover.cutoff, reviews))
+                if x]
+    for x in warnings:
+        log.warning(x)
+    return {"title": f"HyGRAIL discovery: {rel.label} hypotheses ({cfg.data.name})", "lead": lead, "facts": facts,
+            "trust": trust, "trust_note": f"Test part of the split: 1 true link per {cfg.split.neg_ratio} sampled "
+                                          f"non-links; among the candidates true links are far rarer, so the same "
+                                          f"decisions are less precise there.", "warnings": warnings}
+
+
+def _share(metrics: dict, prefix: str) -> str:
+    """'0.33 (1 of 3)': a precision with its counts; 'n/a (none accepted)'."""
+    acc, tp = int(metrics[f"{prefix}_accepted"]), int(metrics[f"{prefix}_tp"])
+    return f"{tp / acc:.2f} ({tp} of {acc})" if acc else "n/a (none accepted)"
 
 
 # -- output ------------------------------------------------------------------------------------------
 def write_report(result: Discovery) -> Path:
-    """Table, Markdown, HTML (and the precision@K figure with a cutoff) into ``result.out``."""
+    """Table, Markdown, HTML (and with a cutoff the retrospective tables and the precision@K figure)
+    into ``result.out``."""
     out = result.out
     out.mkdir(parents=True, exist_ok=True)
     figure = None
-    if result.curves:
+    if result.retro is not None:
         figure = out / "precision_at_k.png"
-        precision_figure(result.curves, result.summary["title"]).savefig(figure, dpi=120)
-        result.retro.write_csv(out / "retrospective.csv")
+        h, deg, cnt = result.retro.headline
+        precision_figure(result.curves, f"{result.summary['title']}\nanswers: {h}-year horizon, degree >= {deg}, "
+                                        f">= {cnt} reference(s)").savefig(figure, dpi=120)
+        result.retro.table.write_csv(out / "retrospective.csv")
+        result.retro.buckets.write_csv(out / "retrospective_buckets.csv")
     write_table(result.table, out)
     write_markdown(result.table, result.summary, result.retro, out)
     write_html(result.table, result.summary, result.retro, figure, out)
@@ -341,17 +427,18 @@ def precision_figure(curves: dict[str, np.ndarray], title: str):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=(7, 4.4))
     # HyGRAIL's list is the GNN's until the LLM-accepted ones come (after every candidate above b*):
-    # dashed, so the two stay visible where they coincide.
-    for (name, p), style in zip(curves.items(), ("-", "--", "-", "-")):
+    # dashed, so the two stay visible where they coincide; the GNN's novelty views dotted.
+    for name, p in curves.items():
+        style = "--" if name == METHODS["hygrail"] else ":" if name.startswith("GNN ") else "-"
         ax.plot(np.arange(1, len(p) + 1), p, style, label=name, lw=1.6)
     ax.set_xscale("log")
     ax.set_xlabel("K (top-K of the ranking)")
     ax.set_ylabel("precision@K (future edges)")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -397,7 +484,8 @@ def main(cfg: DictConfig) -> dict:
           f"{n_acc} of the {result.table.height} listed accepted, {int(m.get('discover_reviewed', 0))} reviewed by "
           f"{cfg.llm.name} | MLflow run {cell.run_id} (experiment {cfg.discover.experiment})")
     if result.retro is not None:
-        print(result.retro.select("method", "precision_at_10", "precision_at_100", "recall_at_1000",
-                                  "average_precision"))
+        ks = options(cfg)["ks"]
+        print(result.retro.headline_rows().select("method", "n_answers", "auc", "ap", f"precision_at_{ks[0]}",
+                                                  f"precision_at_{ks[-1]}", f"recall_at_{ks[-1]}"))
     print(f"report: {out.resolve() / 'index.html'} (also hypotheses.md, hypotheses.csv, hypotheses.parquet)", flush=True)
     return {"status": "finished", "cell": f"discover {cfg.relation.name} {cfg.backbone.name}", "run_id": cell.run_id}

@@ -1,0 +1,288 @@
+"""Discovery's evaluation to Science4Cast's standard, its novelty view and what its page says about
+trust (issue #28): the horizon, degree and count filters select the documented pairs on a
+hand-built graph; the novelty scores have their documented values; the fact about HyGRAIL's list
+is true when nothing is above b*; a reviewer trained after the cutoff is warned about; the held-out
+precision per region of a tiny run matches a hand computation from its split."""
+
+import logging
+
+import numpy as np
+import polars as pl
+import pytest
+
+from hygrail.discovery import novelty, retro, trust
+from hygrail.discovery.cards import agreement
+from hygrail.discovery.space import CandidateSpace
+from hygrail.kg import KG, DataError, Relation, Schema
+from scripted_server import Reply, ScriptedServer, ok_review
+from test_discover import _cfg
+
+AB = Relation("ab", "A", "B")
+SCHEMA = Schema(("A", "B"), {"ab": AB})
+
+
+def _kg(edges: list[tuple[int, int, int, int]], n_a: int = 4, n_b: int = 4) -> KG:
+    """Nodes A0..A{n_a-1} (ids 0..), then B0..; ``edges``: (a, b, year, count) by the index within each type."""
+    nodes = pl.DataFrame({"name": [f"A{i}" for i in range(n_a)] + [f"B{i}" for i in range(n_b)],
+                          "type": ["A"] * n_a + ["B"] * n_b})
+    u, v, year, count = zip(*edges)
+    return KG(SCHEMA, nodes, pl.DataFrame({"u": list(u), "v": [n_a + b for b in v], "type": "A-B",
+                                           "count": list(count), "year": list(year)}))
+
+
+# -- the retrospective grid ---------------------------------------------------------------------------
+def test_horizons_degrees_and_counts_select_the_documented_pairs():
+    # Known by 2010: A0-B0, A0-B1, A1-B0, A1-B1, A2-B2 (degrees A0 2, A1 2, A2 1, A3 1 (A3-B3), B0 2, B1 2,
+    # B2 1, B3 1). After it: A0-B2 2011 (1 ref), A1-B2 2013 (5 refs), A2-B0 2015 (3 refs), A3-B0 2016
+    # (beyond 5 years), A2-B1 2012 (2 refs).
+    kg = _kg([(0, 0, 2005, 1), (0, 1, 2006, 2), (1, 0, 2007, 1), (1, 1, 2008, 4), (2, 2, 2009, 1), (3, 3, 2010, 1),
+              (0, 2, 2011, 1), (1, 2, 2013, 5), (2, 0, 2015, 3), (3, 0, 2016, 1), (2, 1, 2012, 2)])
+    known = kg.until(2010)
+    future = retro.future_edges(kg, known, AB, 2010)
+    assert future.count.tolist() == [1, 5, 3, 1, 2]
+    space = CandidateSpace(known, AB)
+    src, dst = space.pairs()
+    assert len(src) == 16 - 6
+    year, count = retro.future_of(src, dst, future, kg.num_nodes, False)
+    name = {i: n for i, n in enumerate(kg.names)}
+
+    def chosen(mask):
+        return sorted(f"{name[s]}-{name[d]}" for s, d in zip(src[mask], dst[mask]))
+
+    assert chosen(retro.answers(year, count, 2010, 1, 1) == 1) == ["A0-B2"]
+    assert chosen(retro.answers(year, count, 2010, 3, 1) == 1) == ["A0-B2", "A1-B2", "A2-B1"]
+    assert chosen(retro.answers(year, count, 2010, 5, 1) == 1) == ["A0-B2", "A1-B2", "A2-B0", "A2-B1"]
+    assert chosen(retro.answers(year, count, 2010, 5, 3) == 1) == ["A1-B2", "A2-B0"]  # A0-B2 (1), A2-B1 (2): too few refs
+    # both ends of degree >= 2 at the cutoff: A0, A1 with B0, B1 only, all observed: no candidate is left
+    # among them; >= 1: everything
+    assert not retro.degree_mask(known.degree, src, dst, 2).any()
+    assert retro.degree_mask(known.degree, src, dst, 1).all()
+
+    # the long table: an oracle for the 5-year answers, and a score that ranks them last
+    oracle = retro.answers(year, count, 2010, 5, 1).astype(float)
+    grid = {"horizons": [1, 3, 5], "min_degrees": [0, 2], "min_counts": [1, 3]}
+    r = retro.retrospective({"oracle": oracle, "anti": -oracle}, src, dst, year, count, known.degree, 2010, grid,
+                            ks=(1, 4), seed=0, n_buckets=2)
+    t = r.table
+    assert t.height == 2 * 3 * 2 * 2 and r.headline == (3, 0, 1)
+    row = t.filter((pl.col("method") == "oracle") & (pl.col("horizon") == 5) & (pl.col("min_degree") == 0)
+                   & (pl.col("min_count") == 1)).row(0, named=True)
+    assert row["n_candidates"] == 10 and row["n_answers"] == 4 and row["auc"] == 1.0 and row["ap"] == 1.0
+    assert row["precision_at_4"] == 1.0 and row["recall_at_1"] == 0.25
+    anti = t.filter((pl.col("method") == "anti") & (pl.col("horizon") == 5) & (pl.col("min_degree") == 0)
+                    & (pl.col("min_count") == 1)).row(0, named=True)
+    assert anti["auc"] == 0.0 and anti["precision_at_4"] == 0.0
+    # at horizon 1 the 5-year oracle ties its 4 answers (1 a true one): AUC by sklearn's ties
+    one = t.filter((pl.col("method") == "oracle") & (pl.col("horizon") == 1) & (pl.col("min_count") == 1)
+                   & (pl.col("min_degree") == 0)).row(0, named=True)
+    assert one["n_answers"] == 1 and one["auc"] == pytest.approx((6 + 0.5 * 3) / 9)  # beats 6 non-answers, ties 3
+    empty = t.filter(pl.col("min_degree") == 2)
+    assert (empty["n_candidates"] == 0).all() and empty["auc"].is_nan().all()
+    # d(u)·d(v) is 2 for 8 candidates, 1 for A2-B3 and A3-B2: the median (2) leaves one bucket
+    b = r.buckets.filter(pl.col("method") == "oracle")
+    assert b["degree_product"].to_list() == ["1-2"] and b["n_candidates"].to_list() == [10]
+
+
+def test_precision_per_degree_bucket():
+    # products 1, 1, 2, 2, 4, 4, 8, 8: quartile cuts 1.75, 3, 5 give four buckets of two
+    product = np.array([1, 1, 2, 2, 4, 4, 8, 8], dtype=float)
+    labels = np.array([0, 1, 0, 0, 0, 0, 1, 1], dtype=np.int8)
+    b = retro.bucket_table({"hubs first": np.arange(8)[::-1]}, labels, product, 4, ks=(1, 2))
+    assert b["degree_product"].to_list() == ["1-1", "2-2", "4-4", "8-8"] and b["n_answers"].to_list() == [1, 0, 0, 2]
+    assert b["precision_at_1"].to_list() == [1.0, 0.0, 0.0, 1.0] and b["precision_at_2"].to_list() == [0.5, 0, 0, 1.0]
+    assert b["in_top_2"].to_list() == [0, 0, 0, 2] and b["hits_in_top_2"].to_list() == [0, 0, 0, 2]
+
+
+def test_headline_takes_the_nearest_grid_values():
+    assert retro.headline([1, 3, 5], [0, 5, 25], [1, 3]) == (3, 0, 1)
+    assert retro.headline([2, 4], [5, 25], [3]) == (2, 5, 3)
+
+
+# -- the novelty view -------------------------------------------------------------------------------
+def test_novelty_values_on_a_hand_built_graph():
+    """The chain A0 - B0 - A1 - B1 - A2 - B2: candidates A0-B1, A0-B2, A1-B2, A2-B0."""
+    kg = _kg([(0, 0, 2000, 1), (1, 0, 2000, 1), (1, 1, 2000, 1), (2, 1, 2000, 1), (2, 2, 2000, 1)], n_a=3, n_b=3)
+    src, dst = np.array([0, 0, 1, 2]), np.array([4, 5, 5, 3])
+    assert novelty.distances(kg, src, dst, cap=4).tolist() == [3, 4, 3, 3]  # A0..B2 is 5 hops: capped
+    assert novelty.distances(kg, src, dst, cap=10).tolist() == [3, 5, 3, 3]
+    dist = novelty.distances(kg, src, dst, cap=4)
+    deg = kg.degree.astype(float)
+    assert (deg[src] * deg[dst]).tolist() == [2, 1, 2, 4]
+    # r(plausibility 4, 3, 2, 1) = 1, .75, .5, .25; r(distance 3, 4, 3, 3) = .5, 1, .5, .5 (ties at their mean
+    # rank 2); r(degree product 2, 1, 2, 4) = .625, .25, .625, 1
+    nov, adj = novelty.novelty_scores(np.array([4.0, 3, 2, 1]), dist, deg[src] * deg[dst], beta=0.25)
+    np.testing.assert_allclose(nov, [0.875, 0.8125, 0.5, 0.3125])
+    np.testing.assert_allclose(adj, [0.375, 0.5, -0.125, -0.75])
+    # hubs at the median: degrees A 1, 2, 2 and B 2, 2, 1 -> A1, A2 and B0, B1; only A2-B0 joins two
+    assert novelty.hub_pairs(kg, src, dst, 50).tolist() == [False, False, False, True]
+    assert novelty.hub_pairs(kg, src, dst, 99).tolist() == [False, False, False, True]  # the 99th percentile is 2 too
+
+
+# -- the page ---------------------------------------------------------------------------------------
+def _table(gnn_rank, region):
+    n = len(gnn_rank)
+    return pl.DataFrame({"rank": list(range(1, n + 1)), "gnn_rank": gnn_rank, "region": region})
+
+
+def test_the_list_fact_is_true_when_nothing_is_above_b():
+    # nothing above b*, the LLM's most confident acceptance is the GNN's 3rd: the lists differ at rank 1
+    assert agreement(_table([3, 1, 2], ["routed"] * 3)) == "differs from rank 1 on (0 listed above b*; the LLM reorders the band)"
+    # nothing above b* and no review: identical
+    assert agreement(_table([1, 2, 3], ["routed", "routed", "auto_reject"])) == "identical over the 3 listed (0 listed above b*)"
+    # two above b*, then the LLM's acceptance of the GNN's 4th
+    assert agreement(_table([1, 2, 4, 3], ["auto_accept"] * 2 + ["routed"] * 2)) == (
+        "the GNN's down to rank 2, differs from rank 3 on (2 listed above b*; the LLM reorders the band)")
+
+
+def test_a_reviewer_trained_after_the_cutoff_is_warned_about():
+    text = trust.contamination("embedded", "2024-09", 2020, 40)
+    assert "trained on data up to 2024-09, after discover.cutoff=2020" in text and "40 reviews" in text
+    assert trust.contamination("embedded", "2024-09", 2024, 40) is None  # data of 2024, cutoff end of 2024
+    assert trust.contamination("embedded", "unknown", 2020, 40) is None
+    assert trust.contamination("embedded", 2024, None, 40) is None  # no retrospective evaluation
+    assert trust.contamination("embedded", 2024, 2020, 0) is None  # nothing reviewed: nothing contaminated
+    with pytest.raises(DataError, match=r"^llm.training_data_date='Sept 2024': expected a year"):
+        trust.training_year("Sept 2024")
+
+
+def test_the_acceptance_warning():
+    assert trust.accept_warning({"reviewer_val_reviewed": 10, "reviewer_val_accepted": 8, "discover_reviewed": 10,
+                                 "discover_llm_accepted": 10}) is not None  # 18 of 20
+    assert trust.accept_warning({"reviewer_val_reviewed": 10, "reviewer_val_accepted": 7, "discover_reviewed": 10,
+                                 "discover_llm_accepted": 10}) is None  # 17 of 20
+    assert trust.accept_warning({}) is None
+
+
+def test_bad_options_are_one_line_errors(tmp_path):
+    from hygrail.discovery import options
+
+    for override, match in [("discover.horizons=[0,3]", r"discover.horizons=\[0, 3\]: expected a non-empty list"),
+                            ("discover.novelty_beta=1.5", "discover.novelty_beta=1.5: expected a weight"),
+                            ("discover.distance_cap=1", "discover.distance_cap=1: expected a path length >= 2"),
+                            ("discover.review_budget.test=-2", "discover.review_budget.test=-2"),
+                            ("llm.training_data_date=soon", "llm.training_data_date='soon'")]:
+        with pytest.raises(DataError, match=match):
+            options(_cfg(tmp_path, override))
+
+
+# -- held-out precision per region -------------------------------------------------------------------
+def test_region_precision_by_hand():
+    """Six test hypotheses: two above b*, three routed (two reviewed), one below a*."""
+    from types import SimpleNamespace
+
+    split = SimpleNamespace(part=lambda name: pl.DataFrame({"label": [1, 0, 1, 0, 1, 1]}))
+    triage = SimpleNamespace(route_test=np.array([1, 1, -1, -1, -1, 0]), threshold=0.5,
+                             scores=SimpleNamespace(test=np.array([0.9, 0.8, 0.4, 0.3, 0.6, 0.1])))
+    m = trust.region_precision(split, triage, picked=np.array([2, 3]), llm=np.array([1, 1]))
+    assert (m["trust_test_auto_accept_n"], m["trust_test_auto_accept_precision"]) == (2, 0.5)
+    assert (m["trust_test_reviewed_accepted"], m["trust_test_reviewed_tp"], m["trust_test_reviewed_precision"]) == (2, 1, 0.5)
+    # the unreviewed routed one keeps the GNN-only decision: 0.6 >= 0.5, a true link
+    assert (m["trust_test_over_budget_n"], m["trust_test_over_budget_accepted"], m["trust_test_over_budget_precision"]) == (1, 1, 1.0)
+    assert m["trust_test_auto_reject_positives"] == 1 and np.isnan(m["trust_test_auto_reject_precision"])
+    # nothing reviewed: the whole band is GNN-only (0.4, 0.3 rejected, 0.6 accepted)
+    m = trust.region_precision(split, triage)
+    assert m["trust_test_reviewed_n"] == 0 and (m["trust_test_over_budget_n"], m["trust_test_over_budget_tp"]) == (3, 1)
+    f = trust.reviewer_figures("val", np.array([1, 0, 0, 1]), np.array([1, 1, 0, 0]))
+    assert (f["reviewer_val_positives"], f["reviewer_val_precision"], f["reviewer_val_accept_rate"]) == (2, 0.5, 0.5)
+
+
+# -- a tiny run ------------------------------------------------------------------------------------
+def _statement(kg, s, t):
+    return f"The material {kg.label(int(s))} can be effectively used for {kg.label(int(t))}."
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """One small retrospective discovery whose reviewer claims data of 2024 and says yes (0.9) to the
+    true links of validation and test and to every 25th other hypothesis, no to the rest; every routed
+    test hypothesis is reviewed (review_budget.test=null). Returns the config, the Discovery, the
+    report folder, the logged messages and the pairs the reviewer says yes to."""
+    import hygrail.discovery.run as run
+    from hygrail.data import load_kg
+    from hygrail.stages import build_split, plain
+
+    tmp = tmp_path_factory.mktemp("tiny")
+    logged = logging.Handler()
+    logged.records = []
+    logged.emit = logged.records.append
+    logging.getLogger("hygrail.discovery").addHandler(logged)
+    try:
+        with ScriptedServer(default=Reply(ok_review("no", 0.9, "No shared mechanism."))) as server:
+            cfg = _cfg(tmp, "discover.cutoff=2020", "discover.review_budget.val=null", "discover.review_budget.test=null",
+                       "llm.training_data_date=2024", "discover.top_k=30", url=server.base_url)
+            known = load_kg(plain(cfg.data), cutoff=2020).until(2020)
+            _, split = build_split(cfg, known)
+            yes = set()
+            for part in ("val", "test"):
+                df = split.part(part)
+                for i, (s, t, y) in enumerate(zip(df["src"], df["dst"], df["label"])):
+                    if y == 1 or i % 25 == 0:
+                        yes.add((s, t))
+                        server.script(_statement(known, s, t), Reply(ok_review("yes", 0.9, "Shared mechanism.")))
+            result = run.discover(cfg)
+            out = run.write_report(result)
+    finally:
+        logging.getLogger("hygrail.discovery").removeHandler(logged)
+    return cfg, result, out, [r.getMessage() for r in logged.records], yes
+
+
+def test_region_precision_of_a_tiny_run_matches_a_hand_computation(tiny_run):
+    from hygrail.data import load_kg
+    from hygrail.stages import build_split, gnn_stage, plain
+
+    cfg, result, out, _, yes = tiny_run
+    m = result.metrics
+    known = load_kg(plain(cfg.data), cutoff=2020).until(2020)
+    _, split = build_split(cfg, known)
+    triage, _, _ = gnn_stage(cfg, known, split)  # the run's model, from the cache
+    test = split.part("test")
+    y, route = test["label"].to_numpy(), triage.route_test
+    said_yes = np.array([(s, t) in yes for s, t in zip(test["src"], test["dst"])])
+    # task=run's decision: 1 above b*, 0 below a*, the LLM's for the reviewed (all routed): yes at 0.9 >= gamma
+    final = np.where(route == -1, said_yes & (0.9 >= m["gamma"]), route == 1)
+    for name, sel in (("auto_accept", route == 1), ("reviewed", route == -1), ("auto_reject", route == 0)):
+        acc = sel & final
+        assert m[f"trust_test_{name}_n"] == sel.sum() and m[f"trust_test_{name}_accepted"] == acc.sum()
+        assert m[f"trust_test_{name}_tp"] == (acc & (y == 1)).sum()
+        assert m[f"trust_test_{name}_positives"] == (sel & (y == 1)).sum()
+    assert m["trust_test_over_budget_n"] == 0  # every routed test hypothesis was reviewed
+    acc = (route == -1) & final
+    assert acc.sum() > (acc & (y == 1)).sum() > 0, "the run should accept true and false links in the band"
+    tp, n = int((acc & (y == 1)).sum()), int(acc.sum())
+    assert m["trust_test_reviewed_precision"] == pytest.approx(tp / n)
+    page = (out / "index.html").read_text()
+    assert "How far to trust it" in page and "reviewed (LLM decision at γ)" in page
+    assert f"{tp / n:.2f} ({tp} of {n})" in page and f"{tp / n:.2f} ({tp} of {n})" in (out / "hypotheses.md").read_text()
+    # the reviewer on validation: the positives gamma was chosen on, its acceptance there
+    val = split.part("val")
+    routed_val = triage.route_val == -1
+    assert m["reviewer_val_reviewed"] == routed_val.sum()
+    assert m["reviewer_val_positives"] == val["label"].to_numpy()[routed_val].sum()
+    assert m["reviewer_val_accept_rate"] < 0.9 and "The reviewer accepted" not in page
+
+
+def test_the_contamination_warning_is_printed_and_shown(tiny_run):
+    _, result, out, logged, _ = tiny_run
+    text = "trained on data up to 2024, after discover.cutoff=2020"
+    assert any(text in w for w in logged)  # printed where the run is watched
+    page = (out / "index.html").read_text()
+    assert "<div class='warning'>Warning: Reviewer scripted was trained on data up to 2024" in page
+    assert text in (out / "hypotheses.md").read_text()
+    assert result.summary["facts"]["reviewer's training data up to"] == "2024"
+
+
+def test_the_tiny_run_reports_the_grid(tiny_run):
+    _, result, out, _, _ = tiny_run
+    t = pl.read_csv(out / "retrospective.csv")
+    methods = ["GNN", "HyGRAIL", "TSH", "Preferential attachment", "Common neighbours", "3-paths",
+               "GNN novelty-aware", "GNN degree-adjusted"]
+    assert t["method"].unique(maintain_order=True).to_list() == methods
+    assert set(t["horizon"]) == {1, 3, 5} and set(t["min_degree"]) == {0, 5, 25} and set(t["min_count"]) == {1, 3}
+    head = t.filter((pl.col("horizon") == 3) & (pl.col("min_degree") == 0) & (pl.col("min_count") == 1))
+    assert result.metrics["retro_gnn_auc"] == pytest.approx(head.filter(pl.col("method") == "GNN")["auc"][0])
+    assert (t["n_answers"] <= result.metrics["retro_future_edges"]).all()
+    b = pl.read_csv(out / "retrospective_buckets.csv")
+    assert set(b["method"]) == set(methods)
+    assert (b.group_by("method").agg(pl.col("n_candidates").sum())["n_candidates"] == result.metrics["discover_candidates"]).all()
+    table = result.table
+    assert table["distance"].is_between(2, 4).all() and table["hub_pair"].dtype == pl.Boolean
