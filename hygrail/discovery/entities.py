@@ -53,7 +53,10 @@ read:
 
 ``lift``: the paired difference of hits@k (k = 10) between the GNN (and TSH) and the best baseline,
 entity by entity, with its standard error: the question "does the learned ranking beat the best
-heuristic by more than 2 SE?".
+heuristic by more than 2 SE?". Measured on 8,000-node samples of the real KGs (one seed, at fb58f0f;
+experiments/discovery_entities.md): TSH does, by 8.5 SE on the recipes (cutoff 2014; best heuristic:
+compatible popularity) and 2.03 SE on HPO (cutoff 2018; popularity); the R-GCN does not (1.7 and
+-1.4 SE).
 
 On the recipes ``all_at_10`` is the share of targets whose every future precursor is in the top
 10. This is not He et al.'s success rate (Sci. Adv. 9, eadg8180, 2023: "when proposing five
