@@ -20,6 +20,10 @@ edge the model reads, as a val/test positive never is), against fresh negatives 
 step. Best checkpoint by validation average precision (``select_on="ap"``), which ranks the whole
 validation set rather than one threshold's F1 over ~20 positives.
 
+Mini-batch training (``hygrail.triage.train.batch_plan``, for graphs whose full batch does not
+fit): the training loader yields steps of at most ``batch_pairs`` pairs, and validation/test pairs
+are scored ``score_chunk`` at a time on one encoding of the graph.
+
 Logged with ``self.log`` (a no-op without a Lightning logger): ``train_loss`` per epoch, and
 ``val_ap``, ``val_f1`` (max-F1) per validation.
 """
@@ -53,6 +57,7 @@ class TriageModule(L.LightningModule):
         disjoint_train_ratio: float = 0.0,
         select_on: str = "f1",
         fold_graphs: list[HeteroData] | None = None,
+        score_chunk: int | None = None,
     ):
         super().__init__()
         if select_on not in SELECT_ON:
@@ -64,12 +69,21 @@ class TriageModule(L.LightningModule):
         self.relation = relation
         self.lr, self.weight_decay, self.disjoint_train_ratio = lr, weight_decay, disjoint_train_ratio
         self.select_on = select_on
+        self.score_chunk = score_chunk  # mini-batch training: pairs scored without gradient are decoded this many at a time
         self.register_buffer("prior_logit", torch.tensor(float(prior_logit)))
         self.best_score, self.best_epoch, self.best_state = -1.0, 0, None
 
     def forward(self, batch: dict[str, torch.Tensor], graph: HeteroData | None = None) -> torch.Tensor:
         graph = self.graph if graph is None else graph
-        return self.backbone(graph, batch["src"], batch["dst"], batch.get("pair_feats")) + self.prior_logit
+        if self.score_chunk is None or torch.is_grad_enabled():
+            return self.backbone(graph, batch["src"], batch["dst"], batch.get("pair_feats")) + self.prior_logit
+        # Encoded once, decoded in chunks: memory bounded by the chunk, not by the validation/test pairs.
+        z, feats, n = self.backbone.encode(graph), batch.get("pair_feats"), len(batch["src"])
+        return torch.cat([
+            self.backbone.decode(graph, z, batch["src"][lo : lo + self.score_chunk], batch["dst"][lo : lo + self.score_chunk],
+                                 None if feats is None else feats[lo : lo + self.score_chunk])
+            for lo in range(0, max(n, 1), self.score_chunk)
+        ]) + self.prior_logit
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = self._loss(batch)

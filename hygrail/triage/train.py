@@ -13,6 +13,21 @@ cached validation scores are out-of-fold, while test and any other pairs get the
 Node inputs of the plus backbones (``features.node_inputs``) are computed once per graph;
 entity-name embeddings (``names``: a sentence-transformers model) cost ~6 ms per name on one
 core (17 s for the 2,930 names of the second KG, measured once), paid once per process.
+
+Memory (``backbone.training``: full | minibatch | auto, ``batch_pairs``; ``batch_plan``): a full
+batch holds the decoder's activations for every training pair of a step, ~5 KB per pair for R-GCN,
+and a real KG has millions (data=hpo: 3.7 M training pairs, > 20 GB). Mini-batch training takes
+steps of at most ``batch_pairs`` pairs (``PairSteps``; for the plus backbones, of each fold's
+pairs), runs the encoder on the whole training graph once per step (R-GCN's layers as ``lean_rgcn``:
+per-relation states recomputed in the backward pass, not kept), and computes pair features and
+scores validation/test pairs in chunks of ``batch_pairs``. A config opts in with
+``+backbone.training=minibatch`` (``+backbone.batch_pairs=N``) on the command line. PyG's
+``LinkNeighborLoader`` (neighbour-sampled subgraphs per step) is not used: its sampler needs pyg-lib
+or torch-sparse, neither of which installs here (pyg-lib has no PyPI wheel; torch-sparse 0.6.18 is
+source-only and compiled 12 of its 23 C++ files in 10 minutes on this 2-core machine before being
+stopped). ``auto`` (the default) keeps the paper's full batch unless ``full_batch_gb`` exceeds
+``AUTO_LIMIT_GB``; at paper size it is full batch, bit-identical to training without the option.
+bench/bench_memory.py measures both modes on the real KGs and the full-size synthetic MatKG.
 """
 
 from __future__ import annotations
@@ -23,6 +38,7 @@ import time
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
@@ -49,7 +65,18 @@ CODE_VERSION = "triage-5"  # 5: the plus head compares its input sets without th
 PLUS_VERSION = "plus-2"  # 2: FoldPairs draws negatives from known nodes and never an excluded pair
 # Backbone config keys that steer training or build inputs; every other key is a constructor argument of the model.
 TRAIN_KEYS = ("name", "epochs", "val_every", "lr", "weight_decay", "disjoint_train_ratio", "select_on", "folds",
-              "patience", "names")
+              "patience", "names", "training", "batch_pairs")
+TRAINING = ("auto", "full", "minibatch")
+BATCH_PAIRS = 65_536  # pairs per mini-batch step unless backbone.batch_pairs says otherwise
+# ``full_batch_gb``'s constants, measured by bench/bench_memory.py --attribute (peak RSS above the
+# RSS held before, one thread): the decoder's forward + backward over 250,000 training pairs took
+# 1.20 GB (R-GCN, data=hpo) and 1.11 GB (data=synthesis_recipes), i.e. <= 5.2 KB per pair; the
+# encoder's over the full-size synthetic MatKG (5.4 M directed edges) 3.07 GB (R-GCN, 96 hidden) and
+# 5.39 GB (rgcn_plus, 64), i.e. <= 17 B per directed edge and hidden unit.
+PAIR_KB, EDGE_HIDDEN_B = 5.2, 17.0
+# auto trains in mini-batches above this estimate: the 4 GB target less the 0.9-2.9 GB that the
+# graph, the pair features, torch and the data hold before training at real size (same bench).
+AUTO_LIMIT_GB = 1.5
 
 
 @dataclass(frozen=True)
@@ -275,7 +302,7 @@ def cache_key(split: Split, cfg: Mapping, seed: int) -> str:
         g.edges["u"].to_numpy(),
         g.edges["v"].to_numpy(),
         g.counts,
-        dict(cfg),
+        keyed_config(split, cfg),
         int(seed),
         *([PLUS_VERSION, g.edges["year"].to_numpy()] if extra["years"] else []),
         *([g.names] if extra["names"] else []),
@@ -283,6 +310,98 @@ def cache_key(split: Split, cfg: Mapping, seed: int) -> str:
         *([split.graph_cut, split.test_graph.edges["u"].to_numpy(), split.test_graph.edges["v"].to_numpy(),
            split.test_graph.counts] if split.test_graph is not None else []),
     )
+
+
+def keyed_config(split: Split, cfg: Mapping) -> dict:
+    """The config as the cache key reads it: ``training`` and ``batch_pairs`` give way to the plan
+    they resolve to (``batch_plan``), so ``auto`` shares its entry with the mode it picks and a
+    full-batch run keeps the key it had before the options existed."""
+    out = {k: v for k, v in cfg.items() if k not in ("training", "batch_pairs")}
+    plan = batch_plan(split, cfg)
+    return out if plan is None else out | {"batch_pairs": plan}
+
+
+def batch_plan(split: Split, cfg: Mapping) -> int | None:
+    """Pairs per training step for mini-batch training, or None for the full batch (module docstring)."""
+    mode, size = cfg.get("training", "auto"), cfg.get("batch_pairs", BATCH_PAIRS)
+    if mode not in TRAINING:
+        raise DataError(f"backbone.training={mode!r}; expected one of {', '.join(TRAINING)}")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise DataError(f"backbone.batch_pairs={size!r}; expected a whole number of pairs >= 1")
+    if mode == "full" or (mode == "auto" and full_batch_gb(split, cfg) <= AUTO_LIMIT_GB):
+        return None
+    return size
+
+
+def full_batch_gb(split: Split, cfg: Mapping) -> float:
+    """Estimated peak of one full-batch training step above what setup holds (GiB): the decoder over a
+    step's pairs (all training pairs; one fold's with ``folds``) at ``PAIR_KB``, plus the encoder over
+    every directed edge of the training graph at ``EDGE_HIDDEN_B`` per hidden unit. At paper size
+    (3,000 nodes) it is at most 0.075 (rgcn, chm_pro); for rgcn / rgcn_plus, data=hpo 19.1 / 5.0,
+    data=synthesis_recipes 5.6 / 1.6, full-size synthetic MatKG 12.1 / 6.4 (one encoder constant for
+    both: R-GCN's own 3.07 GB there is 2.7 times below it, so the estimate errs towards mini-batches)."""
+    pairs = split.part("train").height / max(1, int(cfg.get("folds") or 0))
+    edges = 2 * split.train_graph.edges.height
+    return (pairs * PAIR_KB * 1024 + edges * int(cfg.get("hidden", 64)) * EDGE_HIDDEN_B) / 2**30
+
+
+class _RelationMean(torch.autograd.Function):
+    """mean over one relation's incoming edges of ``x``, times ``w``: an ``RGCNConv`` term
+    (PyG's own ``propagate`` forward, so the values are its). Autograd on PyG's loop keeps every
+    relation's (nodes x in) mean for the weight gradient, 2.7 GB of the 3.07 GB one R-GCN encoder
+    forward + backward took at full synthetic MatKG size (49 relations, 2 layers); this keeps the
+    inputs and the relation's edges, and recomputes the mean in the backward pass."""
+
+    @staticmethod
+    def forward(ctx, x, w, edge_index, conv):
+        ctx.conv = conv
+        ctx.save_for_backward(x, w, edge_index)
+        return conv.propagate(edge_index, x=x, edge_type_ptr=None, size=(x.size(0), x.size(0))) @ w
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w, edge_index = ctx.saved_tensors
+        src, dst = edge_index
+        mean = ctx.conv.propagate(edge_index, x=x, edge_type_ptr=None, size=(x.size(0), x.size(0)))
+        grad_w = mean.t() @ grad
+        del mean
+        per_dst = (grad @ w.t()) / torch.bincount(dst, minlength=x.size(0)).clamp_(min=1).to(grad.dtype)[:, None]
+        return torch.zeros_like(x).index_add_(0, src, per_dst.index_select(0, dst)), grad_w, None, None
+
+
+def _lean_rgcn_forward(conv, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor) -> torch.Tensor:
+    """``RGCNConv.forward`` (float inputs, mean aggregation, no block decomposition) by ``_RelationMean`` terms."""
+    from torch_geometric.nn.conv.rgcn_conv import masked_edge_index
+
+    weight = conv.weight
+    if conv.num_bases is not None:
+        weight = (conv.comp @ weight.view(conv.num_bases, -1)).view(conv.num_relations, conv.in_channels_l, conv.out_channels)
+    out = torch.zeros(x.size(0), conv.out_channels)
+    for r in range(conv.num_relations):
+        out = out + _RelationMean.apply(x, weight[r], masked_edge_index(edge_index, edge_type == r), conv)
+    if conv.root is not None:
+        out = out + x @ conv.root
+    return out if conv.bias is None else out + conv.bias
+
+
+@contextmanager
+def lean_rgcn(backbone: torch.nn.Module, on: bool) -> Iterator[None]:
+    """Within the block (if ``on``), the backbone's ``RGCNConv`` layers run as ``_lean_rgcn_forward``:
+    the same outputs, gradients equal up to summation order, the encoder's forward + backward at
+    full synthetic MatKG size 1.52 GB instead of 3.07 GB and 32 s instead of 23 s (measured once,
+    one thread). Mini-batch training only: full-batch training stays PyG's computation, bit for bit.
+    Generic recomputation (torch.utils.checkpoint per layer or per relation) was worse there: 4.4 to
+    10.0 GB. The module's parameters and state dict are untouched."""
+    from torch_geometric.nn import RGCNConv
+
+    layers = [m for m in backbone.modules() if isinstance(m, RGCNConv) and m.num_blocks is None and m.aggr == "mean"]
+    for m in layers if on else []:
+        m.forward = partial(_lean_rgcn_forward, m)
+    try:
+        yield
+    finally:
+        for m in layers if on else []:
+            del m.forward
 
 
 # -- training -------------------------------------------------------------------------------------
@@ -308,7 +427,7 @@ def fit(split: Split, cfg: Mapping, seed: int, progress: bool = False, logger=No
     callbacks = [EpochBar(f"{cfg['name']} {split.relation.name}")] if progress else []
     if cfg.get("patience"):
         callbacks.append(EarlyStopping(f"val_{module.select_on}", patience=int(cfg["patience"]), mode="max"))
-    with _quiet_lightning(), _restore_determinism():
+    with _quiet_lightning(), _restore_determinism(), lean_rgcn(module.backbone, module.score_chunk is not None):
         trainer = L.Trainer(
             accelerator="cpu",
             devices=1,
@@ -339,9 +458,13 @@ def fit_head(module: TriageModule, val: dict[str, torch.Tensor], seed: int) -> n
     The head's logits are complete, so the module's prior offset is dropped from then on."""
     module.eval()
     backbone = module.backbone
+    n = len(val["src"])
+    chunk = module.score_chunk or n
     with torch.no_grad():
         z = backbone.encode(module.graph)
-        x = backbone.head_inputs(module.graph, z, val["src"], val["dst"], val["pair_feats"]).double().numpy()
+        x = torch.cat([backbone.head_inputs(module.graph, z, val["src"][lo : lo + chunk], val["dst"][lo : lo + chunk],
+                                            val["pair_feats"][lo : lo + chunk])
+                       for lo in range(0, max(n, 1), chunk)]).double().numpy()
     oof = backbone.head.fit(x, val["label"].numpy().astype(np.int64), seed)
     module.prior_logit.zero_()
     return 1.0 / (1.0 + np.exp(-oof))
@@ -399,7 +522,9 @@ def name_embeddings(kg: KG, model: str | None) -> np.ndarray | None:
 
 def build_module(split: Split, cfg: Mapping) -> tuple[TriageModule, dict[str, dict[str, torch.Tensor]], Dataset]:
     """The LightningModule, one full batch per split (val/test, and train unless ``folds``), and the
-    training data: the train batch itself for the paper backbones, ``FoldPairs`` for the plus backbones."""
+    training data: the train batch itself for the paper backbones, ``FoldPairs`` for the plus backbones,
+    either cut into ``PairSteps`` under a mini-batch ``batch_plan``."""
+    plan = batch_plan(split, cfg)
     backbone, graph = build_backbone(split.train_graph, split.relation, cfg)
     folds = int(cfg.get("folds") or 0)
     batches = {}
@@ -407,7 +532,7 @@ def build_module(split: Split, cfg: Mapping) -> tuple[TriageModule, dict[str, di
         part = split.part(p)
         batches[p] = pair_batch(
             split.graph(p), part["src"].to_numpy(), part["dst"].to_numpy(), part["label"].to_numpy(),
-            backbone.pair_features,
+            backbone.pair_features, plan,
         )
     rel = (split.relation.src, split.relation.dst)
     train = split.part("train")
@@ -422,6 +547,9 @@ def build_module(split: Split, cfg: Mapping) -> tuple[TriageModule, dict[str, di
             backbone.scale.fit(batches["train"]["pair_feats"])
         batches["train"]["edge_pos"] = target_edge_positions(graph, *rel, train["src"].to_numpy(), train["dst"].to_numpy())
         train_data = [batches["train"]]
+    fold_data = train_data if folds else None
+    if plan is not None:
+        train_data = PairSteps(train_data, plan)
     module = TriageModule(
         backbone,
         graph,
@@ -431,7 +559,8 @@ def build_module(split: Split, cfg: Mapping) -> tuple[TriageModule, dict[str, di
         prior_logit=prior_logit(train["label"].to_numpy()),
         disjoint_train_ratio=float(cfg.get("disjoint_train_ratio", 0.0)),
         select_on=str(cfg.get("select_on", "f1")),
-        fold_graphs=train_data.graphs if folds else None,
+        fold_graphs=fold_data.graphs if folds else None,
+        score_chunk=plan,
     )
     if split.test_graph is not None:  # split.graph_cut=time: test is scored on the graph before the test start
         module.test_graph = message_graph(split.test_graph, cfg)
@@ -515,6 +644,30 @@ class FoldPairs(Dataset):
         return torch.cat([self[k]["pair_feats"] for k in range(len(self))])
 
 
+class PairSteps(Dataset):
+    """Mini-batch training steps: each item of ``data`` (the full training batch, or one fold of
+    ``FoldPairs``, whose negatives are drawn at that moment) is fetched when its first step comes, its
+    pairs put in a fresh random order (torch-seeded by fit's ``seed_everything``) and cut into steps
+    of at most ``size`` pairs. The loader reads the steps in order, as Lightning's does here."""
+
+    def __init__(self, data, size: int):
+        self.data, self.size = data, size
+        counts = [len(data[0]["label"])] if isinstance(data, list) else [len(p[0]) * (1 + data.ratio) for p in data.pos]
+        self.steps = [(k, lo) for k, n in enumerate(counts) for lo in range(0, n, size)]
+        self.item, self.order = None, None
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        k, lo = self.steps[i]
+        if lo == 0:
+            self.item = self.data[k]
+            self.order = torch.randperm(len(self.item["label"]))
+        rows = self.order[lo : lo + self.size]
+        return {key: v if v.dim() == 0 else v[rows] for key, v in self.item.items()}  # "fold" is a scalar
+
+
 def prior_logit(labels: np.ndarray) -> float:
     """log-odds of the positive rate (0 when a class is missing: no prior to encode)."""
     p = float(np.mean(labels)) if len(labels) else 0.0
@@ -522,15 +675,19 @@ def prior_logit(labels: np.ndarray) -> float:
 
 
 def pair_batch(
-    graph_kg: KG, src: np.ndarray, dst: np.ndarray, labels: np.ndarray | None, pair_fn=None
+    graph_kg: KG, src: np.ndarray, dst: np.ndarray, labels: np.ndarray | None, pair_fn=None, chunk: int | None = None
 ) -> dict[str, torch.Tensor]:
-    """Tensors src, dst (and label), plus ``pair_fn(graph_kg, src, dst)`` as pair_feats if given."""
+    """Tensors src, dst (and label), plus ``pair_fn(graph_kg, src, dst)`` as pair_feats if given,
+    computed ``chunk`` pairs at a time if given (its sparse intermediates grow with the pairs)."""
     # np.array copies: torch warns on the read-only views polars hands out
     batch = {"src": torch.as_tensor(np.array(src, dtype=np.int64)), "dst": torch.as_tensor(np.array(dst, dtype=np.int64))}
     if labels is not None:
         batch["label"] = torch.as_tensor(np.asarray(labels, dtype=np.float32))
     if pair_fn is not None:
-        batch["pair_feats"] = torch.from_numpy(pair_fn(graph_kg, src, dst))
+        n = len(batch["src"])
+        step = chunk or max(n, 1)
+        batch["pair_feats"] = torch.from_numpy(np.concatenate(
+            [pair_fn(graph_kg, src[lo : lo + step], dst[lo : lo + step]) for lo in range(0, max(n, 1), step)]))
     return batch
 
 
