@@ -339,7 +339,10 @@ def full_batch_gb(split: Split, cfg: Mapping) -> float:
     every directed edge of the training graph at ``EDGE_HIDDEN_B`` per hidden unit. At paper size
     (3,000 nodes) it is at most 0.075 (rgcn, chm_pro); for rgcn / rgcn_plus, data=hpo 19.1 / 5.0,
     data=synthesis_recipes 5.6 / 1.6, full-size synthetic MatKG 12.1 / 6.4 (one encoder constant for
-    both: R-GCN's own 3.07 GB there is 2.7 times below it, so the estimate errs towards mini-batches)."""
+    both: R-GCN's own 3.07 GB there is 2.7 times below it, so the estimate errs towards mini-batches).
+    Added to the RSS held before training (0.9, 1.55, 1.25 GB), it predicts the full-batch R-GCN peaks
+    that bench_memory.py measured: 6.5 against 6.51 GB (recipes), 20.7 against an OOM kill at 20.9
+    (hpo), 13.3 against 12.68 (MatKG)."""
     pairs = split.part("train").height / max(1, int(cfg.get("folds") or 0))
     edges = 2 * split.train_graph.edges.height
     return (pairs * PAIR_KB * 1024 + edges * int(cfg.get("hidden", 64)) * EDGE_HIDDEN_B) / 2**30
