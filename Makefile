@@ -99,13 +99,17 @@ ablation-purity: $(VENV)/.installed ## F1 vs LLM call rate across routing puriti
 	$(PYTHON) -m hygrail.sweep -m experiment=ablation_purity
 
 # make ablation-triage DATA=<data config>: another KG, in its own MLflow experiment and report folder
-# (triage_options_<DATA>); the default is the synthetic MatKG in triage_options.
+# (triage_options_<DATA>); the default is the synthetic MatKG in triage_options. The real KGs (hpo,
+# synthesis_recipes) have their own experiment files (triage_options_<DATA>{,_tsh,_structural}: their
+# relations, subgraph size (hpo 8000 nodes, synthesis_recipes 3000: experiments/real_kgs_triage.md), split
+# seeds 42,0,1); any other DATA sweeps the MatKG files' relations.
 TRIAGE_EXP := triage_options$(if $(filter-out matkg_synthetic,$(DATA)),_$(DATA))
+TRIAGE_CONF := triage_options$(if $(filter hpo synthesis_recipes,$(DATA)),_$(DATA))
 TRIAGE := data=$(or $(DATA),matkg_synthetic) tracking.experiment=$(TRIAGE_EXP)
-ablation-triage: $(VENV)/.installed ## triage options: the paper backbones beside the *_plus ones, TSH and the structural baselines, GNN-only, routing=auto, both threshold rules (7 relations), then Table 2 and the AUC/AP table (DATA=matkg_synthetic)
-	$(PYTHON) -m hygrail.sweep -m experiment=triage_options $(TRIAGE)
-	$(PYTHON) -m hygrail.sweep -m experiment=triage_options_tsh $(TRIAGE)
-	$(PYTHON) -m hygrail.sweep -m experiment=triage_options_structural $(TRIAGE)
+ablation-triage: $(VENV)/.installed ## triage options: the paper backbones beside the *_plus ones, TSH and the structural baselines, GNN-only, routing=auto, both threshold rules (7 relations), then Table 2 and the AUC/AP table (DATA=matkg_synthetic | hpo | synthesis_recipes)
+	$(PYTHON) -m hygrail.sweep -m experiment=$(TRIAGE_CONF) $(TRIAGE)
+	$(PYTHON) -m hygrail.sweep -m experiment=$(TRIAGE_CONF)_tsh $(TRIAGE)
+	$(PYTHON) -m hygrail.sweep -m experiment=$(TRIAGE_CONF)_structural $(TRIAGE)
 	$(PYTHON) -m hygrail.report --experiment $(TRIAGE_EXP) --out $(OUT)/report/$(TRIAGE_EXP)
 
 ablation-evidence: $(VENV)/.installed ## evidence strategies: HyKGE, ARIA, Graph2Idea beside NE/Auto/LLM (7 relations, HGT, Qwen3-4B), then their table
@@ -116,7 +120,8 @@ figures: $(VENV)/.installed ## Figs. 3-4 and F1 vs call rate from the ablation e
 	$(PYTHON) -m hygrail.report --figures --out $(OUT)/report/figures
 
 bench: $(VENV)/.installed ## benchmarks: data layer, triage speed, evidence, review (prints figures)
-	@for b in bench/bench_*.py; do case $$b in */bench_triage.py) continue;; esac; echo "== $$b"; $(PYTHON) $$b || exit 1; done
+	@# bench_memory.py trains at real size in fresh processes (about an hour): run it on its own
+	@for b in bench/bench_*.py; do case $$b in */bench_triage.py|*/bench_memory.py) continue;; esac; echo "== $$b"; $(PYTHON) $$b || exit 1; done
 	@# bench_triage.py's default is the hours-long quality study (experiments/triage.md); here its speed figures only
 	@echo "== bench/bench_triage.py --speed"; $(PYTHON) bench/bench_triage.py --speed --methods heteroconv,hgt,rgcn
 	@echo "== bench/bench_triage.py --feature-cost"; $(PYTHON) bench/bench_triage.py --feature-cost

@@ -6,6 +6,9 @@
     .venv/bin/python bench/bench_triage.py --methods heteroconv_plus,hgt_plus,rgcn_plus,tsh --graph-seeds 0,1,2,3,4 --seeds 42,0,1
     .venv/bin/python bench/bench_triage.py --data matkg_synthetic --methods heteroconv_plus,tsh --scale 2 --graph-seeds 0,1,2,3,4 --seeds 42,0,1
     .venv/bin/python bench/bench_triage.py --data matkg_synthetic --methods heteroconv_plus,tsh,tsh+planted --scale 2 --graph-seeds 0,1,2,3,4
+    .venv/bin/python bench/bench_triage.py --data hpo --subgraph-nodes 8000 --seeds 42,0,1 --diagnose \
+        --methods rgcn,hgt,heteroconv,rgcn_plus,hgt_plus,heteroconv_plus,tsh,pa,cn,aa,paths3,l3,degree   # real KGs (issue #27)
+    .venv/bin/python bench/bench_triage.py --data synthesis_recipes --subgraph-nodes 3000 --seeds 42,0,1 --graph-cut time ...
     .venv/bin/python bench/bench_triage.py --ablation                         # why HGT does not learn (chm_apl)
     .venv/bin/python bench/bench_triage.py --speed --methods rgcn             # Lightning vs plain loop, s/epoch
     .venv/bin/python bench/bench_triage.py --feature-cost                     # us per pair of the link features
@@ -20,6 +23,39 @@ draw (heteroconv_plus - TSH on CHM-APL: F1 +0.035 with split seed 42 alone, -0.0
 README), so F1 comparisons use several (``--seeds 42,0,1``). Trained scores are cached
 under --cache (the pipeline's cache, keyed by split + config + seed), so a rerun only recomputes
 what changed.
+
+Real KGs (``--data hpo,synthesis_recipes``, issue #27; experiments/real_kgs_triage.md): HPO
+disease-phenotype (hpo_dis_phe: a partial split, ORPHA annotations are undated and sort into
+train), HPO gene-disease (hpo_gen_dis: a RANDOM split, no dates, flagged RANDOM in every table) and
+recipes target-precursor (syn_tgt_pre: partial, its undated recipes all in train), read as
+``data=<x>`` reads them, whole or as the ``--subgraph-nodes`` sample (``--graph-seeds``: its
+data.subgraph_seed, default 42). One graph, so the standard errors are over split seeds, which on a
+temporal split redraw negatives, training and folds but not the test positives (a random split's
+seed redraws those too). ``--graph-cut time``: split.graph_cut=time (an undated relation is left
+out, with the split's reason). ``--methods`` also takes the structural baselines
+``pa,cn,aa,paths3,l3,degree`` (``hygrail.baselines.structural.structural_scores`` with
+conf/method/<name>.yaml as the sweep composes it). Per relation, ``relation_tables`` prints every
+row with its standard error and the paired difference of the best *_plus option to the best of
+TSH / PA / CN / 3-paths, both picked by validation AP; ``--diagnose`` says why a heuristic can win
+(3-path and common-neighbour coverage, cold-start ends, degrees; ``diagnostics``).
+
+Cost of one cell on the real KGs (seconds, one thread of a shared 2-core box, split seed 42, whole
+cell: inputs, training, scoring; 8000-node seeds 0/1 ran on a quieter box, ~30% faster):
+                      rgcn  hgt  heteroconv  rgcn_plus  hgt_plus  heteroconv_plus  TSH  structural
+    hpo_dis_phe 3000    38    7      5          33         13          7           ~30*   < 1
+    hpo_dis_phe 8000   468   92     82         138         73         58             2    < 1
+    hpo_gen_dis 8000    27   15      6          24         25         19           0.1    < 1
+    syn_tgt_pre 3000    32    9      6          66         23         28             1    < 1
+    syn_tgt_pre 8000   391  106    106         386        286        237             5    < 1
+    (* the first cell of a process embeds the entity names.) Whole graph: heteroconv 30.5 s per
+    epoch on hpo_dis_phe (3.7 M training pairs; 100 epochs ~ 51 min), 10.5 s on syn_tgt_pre (~17
+    min); hgt_plus 85-100 s per epoch on syn_tgt_pre after 8 min of inputs (~1 h with early
+    stopping), > 7.5 min before its first epoch on hpo_dis_phe; TSH 415 s / 200 s; structural
+    <= 150 s (3-paths on hpo_dis_phe). So the whole graph does not fit (~1 core-hour per GNN cell,
+    54 cells); 8000 nodes for all three relations is ~42 min a seed (~2 h for three). Chosen, for
+    ~60 min in all (seeds 42, 0, 1): HPO at 8000 nodes (at 3000 hpo_gen_dis keeps 77 edges, 8
+    validation / 15 test positives, too few for a threshold or an error bar; at 8000 57 / 114)
+    and recipes at the paper's 3000 (138 / 277 positives; its 8000 cells cost 25 min a seed).
 
 Printed per relation and method: validation average precision (the figure to choose options
 and hyperparameters on: the plus options' validation scores are out-of-fold; TSH's are in-sample, its weights being fit
@@ -67,7 +103,7 @@ from sklearn.metrics import average_precision_score, f1_score, roc_auc_score
 from hygrail.data import data_config, load_kg
 from hygrail.data.split import temporal_split
 from hygrail.data.synthetic import generate_with_topics
-from hygrail.kg import Schema
+from hygrail.kg import DataError, Schema
 from hygrail.thresholds import decision_threshold, f1_threshold, max_f1
 from hygrail.triage.routing import calibrate_band, route
 from hygrail.triage.train import build_module, fit, triage_scores
@@ -76,7 +112,15 @@ ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 MATKG_RELATIONS = "chm_apl,chm_pro,pro_apl,smt_pro,chm_smt,chm_dsc,chm_cmt"
 BIOKG_RELATIONS = "cpd_dis,gen_dis"
+# The real KGs (data=hpo, data=synthesis_recipes): their target relations, in conf/data/schema/<data>.yaml.
+REAL_RELATIONS = {"hpo": "hpo_dis_phe,hpo_gen_dis", "synthesis_recipes": "syn_tgt_pre"}
+RELATIONS = {"matkg_synthetic": MATKG_RELATIONS, "biokg": BIOKG_RELATIONS} | REAL_RELATIONS
 METHODS = "heteroconv,hgt,rgcn,heteroconv_plus,hgt_plus,rgcn_plus,tsh"
+# Structural baselines as bench rows: conf/method/<name>.yaml (name: structural), hygrail/baselines/structural.py.
+STRUCTURAL = ("pa", "cn", "aa", "paths3", "l3", "degree")
+PLUS = ("heteroconv_plus", "hgt_plus", "rgcn_plus")
+# The baselines the best option is paired with (the best of them by validation AP, per relation).
+REFERENCES = ("tsh", "pa", "cn", "paths3")
 PLANTED = "tsh+planted"  # bench-only reference row: TSH that also reads the hidden topics (planted_scores)
 
 
@@ -85,10 +129,24 @@ def backbone_cfg(name: str, epochs: int | None = None) -> dict:
     return cfg if epochs is None else cfg | {"epochs": epochs}
 
 
-def load(data: str, workdir: Path, graph_seed: int = 0, scale: float = 1.0):
+def composed(group: str, name: str, **overrides) -> dict:
+    """``conf/<group>/<name>.yaml`` as the sweep composes it (its defaults list merged, interpolations
+    such as the recipes' ``${oc.env:HYGRAIL_SHARED,...}`` resolved), with ``overrides``."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF), version_base=None):
+        cfg = compose(config_name=None, overrides=[f"+{group}={name}"])
+    return OmegaConf.to_container(cfg[group], resolve=True) | overrides
+
+
+def load(data: str, workdir: Path, graph_seed: int = 0, scale: float = 1.0, subgraph_nodes: int | None = None):
     """(KG, its planted structure or None): the KG drawn by the generator with ``graph_seed`` (0: the
     default graph), the synthetic MatKG at ``data.scale`` = ``scale`` (1: paper size; the second KG
-    has one size and no planted structure here)."""
+    has one size and no planted structure here). A real KG (``REAL_RELATIONS``) is read as
+    ``data=<data>`` reads it, whole or as the ``subgraph_nodes`` sample drawn with
+    ``data.subgraph_seed`` = ``graph_seed``."""
+    if data in REAL_RELATIONS:
+        return load_kg(composed("data", data, subgraph_nodes=subgraph_nodes, subgraph_seed=graph_seed)), None
     if data == "biokg":
         from biokg import generate  # bench/ is this script's folder
 
@@ -102,9 +160,15 @@ def load(data: str, workdir: Path, graph_seed: int = 0, scale: float = 1.0):
 
 
 def scores_of(method: str, split, seed: int, args, planted=None) -> tuple[np.ndarray, np.ndarray, float]:
-    """(val scores, test scores, seconds) of a backbone (cached), of TSH, or of TSH + planted."""
+    """(val scores, test scores, seconds) of a backbone (cached), of TSH, of a structural baseline,
+    or of TSH + planted."""
     if method == PLANTED:
         return planted_scores(split, planted, tsh_config())
+    if method in STRUCTURAL:
+        from hygrail.baselines.structural import structural_scores
+
+        r = structural_scores(split, composed("method", method))
+        return r.val, r.test, r.seconds
     if method == "tsh":
         from hygrail.baselines.tsh import tsh_scores
 
@@ -144,22 +208,34 @@ def oracle_f1(routed: np.ndarray, y_test: np.ndarray) -> float:
 
 
 def quality(data: str, kgs: dict, relations: list[str], methods: list[str], args) -> dict:
-    """Per relation, graph and seed: every method's figures; then ``summary``. ``kgs``: graph seed ->
-    (KG, planted structure or None). A replicate is a (graph seed, split seed) pair; only other
-    graph seeds give other test positives (the split seed redraws negatives, training and head
-    folds, not the positives)."""
+    """Per relation, graph and seed: every method's figures; then ``relation_tables`` and ``summary``.
+    ``kgs``: graph seed -> (KG, planted structure or None). A replicate is a (graph seed, split seed)
+    pair; only other graph seeds (or, on a real KG, other subgraph samples) give other test positives
+    of a temporal split (the split seed redraws negatives, training and head folds, not the
+    positives); a random split's seed also redraws its test positives. A relation the split cannot
+    cut as asked (``split.graph_cut=time`` on an undated relation) is left out with its reason."""
     routing = {name: OmegaConf.to_container(OmegaConf.load(CONF / f"routing/{name}.yaml")) for name in ("default", "auto")}
-    print(f"\n== {data}: " + "; ".join(f"graph seed {g}: {kg}" for g, (kg, _) in kgs.items()))
-    print(f"{'relation':<9}{'graph':>6}{'seed':>5} {'method':<17}{'valAP':>6}{'testAUC':>8}{'AP':>7}{'F1':>7}{'F1h':>7}{'F1*':>7}{'fit s':>7}"
-          f"{'band def':>9}{'band auto':>10}{'cap':>5}{'m':>7}{'n':>7}{'oracle':>8}")  # fmt: skip
-    rows = {}
+    print(f"\n== {data}, split.graph_cut={args.graph_cut}: " + "; ".join(f"graph seed {g}: {kg}" for g, (kg, _) in kgs.items()))
+    print(f"{'relation':<12}{'split':>9}{'graph':>6}{'seed':>5} {'method':<17}{'valAP':>6}{'testAUC':>8}{'AP':>7}{'F1':>7}{'F1h':>7}"
+          f"{'F1*':>7}{'cell s':>7}{'band def':>9}{'band auto':>10}{'cap':>5}{'m':>7}{'n':>7}{'oracle':>8}")  # fmt: skip
+    rows, kept = {}, []
     for rel in relations:
         for graph, (kg, planted) in kgs.items():
             for seed in args.seeds:  # the seed draws the split's negatives, the training and the head's folds
-                split = temporal_split(kg, kg.schema.relation(rel), seed=seed)
+                try:
+                    split = temporal_split(kg, kg.schema.relation(rel), seed=seed, graph_cut=args.graph_cut)
+                except DataError as e:
+                    print(f"{rel:<12} left out: {e}")
+                    break
+                if args.diagnose and seed == args.seeds[0]:
+                    diagnostics(split, graph)
                 y_val, y_test = split.part("val")["label"].to_numpy(), split.part("test")["label"].to_numpy()
+                warm = warm_pairs(split)
+                kind = split.kind.upper() if split.kind == "random" else split.kind  # a random split is flagged everywhere
                 for method in methods:
-                    s_val, s_test, seconds = scores_of(method, split, seed, args, planted)
+                    t0 = time.perf_counter()
+                    s_val, s_test, _ = scores_of(method, split, seed, args, planted)
+                    seconds = time.perf_counter() - t0  # the whole cell: inputs, training or fit, scoring (0-ish on a cache hit)
                     f1 = f1_score(y_test, s_test >= f1_threshold(s_val, y_val), zero_division=0)
                     bands = {k: calibrate_band(s_val, y_val, cfg) for k, cfg in routing.items()}
                     routed = {k: route(s_test, b) for k, b in bands.items()}
@@ -169,13 +245,116 @@ def quality(data: str, kgs: dict, relations: list[str], methods: list[str], args
                            "ap": average_precision_score(y_test, s_test), "f1": f1, "f1_test_best": max_f1(s_test, y_test)[0],
                            "f1_half": f1_score(y_test, s_test >= decision_threshold(s_val, y_val, "half_max_f1"), zero_division=0),
                            "band_default": share["default"], "band_auto": share["auto"], "capped": auto.capped,
-                           "oracle": oracle_f1(routed["auto"], y_test), "test_pos": int(y_test.sum())}  # fmt: skip
+                           "oracle": oracle_f1(routed["auto"], y_test), "test_pos": int(y_test.sum()),
+                           "val_pos": int(y_val.sum()), "kind": kind, "seconds": seconds,
+                           "ap_warm": average_precision_score(y_test[warm], s_test[warm]) if y_test[warm].any() else float("nan"), "warm_pos": int(y_test[warm].sum())}  # fmt: skip
                     rows[(rel, method, (graph, seed))] = row
-                    print(f"{rel:<9}{graph:>6}{seed:>5} {method:<17}{row['val_ap']:>6.3f}{row['auc']:>8.3f}{row['ap']:>7.3f}"
-                          f"{f1:>7.3f}{row['f1_half']:>7.3f}{row['f1_test_best']:>7.3f}{seconds:>7.0f}{share['default']:>9.1%}{share['auto']:>10.1%}"
-                          f"{'yes' if auto.capped else 'no':>5}{auto.m:>7.3f}{auto.n:>7.3f}{row['oracle']:>8.3f}", flush=True)  # fmt: skip
-    summary(rows, relations, methods, [(g, s) for g in kgs for s in args.seeds])
+                    print(f"{rel:<12}{kind:>9}{graph:>6}{seed:>5} {method:<17}{row['val_ap']:>6.3f}{row['auc']:>8.3f}{row['ap']:>7.3f}"
+                          f"{f1:>7.3f}{row['f1_half']:>7.3f}{row['f1_test_best']:>7.3f}{seconds:>7.1f}{share['default']:>9.1%}"
+                          f"{share['auto']:>10.1%}{'yes' if auto.capped else 'no':>5}{auto.m:>7.3f}{auto.n:>7.3f}{row['oracle']:>8.3f}",
+                          flush=True)  # fmt: skip
+            else:
+                continue
+            break
+        else:
+            kept.append(rel)
+    reps = [(g, s) for g in kgs for s in args.seeds]
+    relation_tables(rows, kept, methods, reps, args)
+    summary(rows, kept, methods, reps)
     return rows
+
+
+def warm_pairs(split) -> np.ndarray:
+    """Test pairs whose two ends both have an edge in the graph they are scored on. A temporal split's
+    new entities come with their links (a disease curated in the test years, a target first made then):
+    such positives have an end no method has seen, the negatives rarely do, and discovery never
+    proposes them (its candidates are known nodes). AP on the warm pairs alone says what a ranking
+    does where the graph has something to say (bench-only, a description of test, no choice)."""
+    test, deg = split.part("test"), split.graph("test").degree
+    return (deg[test["src"].to_numpy()] > 0) & (deg[test["dst"].to_numpy()] > 0)
+
+
+def standard_error(values: dict, graphs: list) -> tuple[float, str]:
+    """(SE, over what) of the mean of per-replicate ``values`` ({(graph, seed): v}): over graphs (a
+    graph's replicates averaged first, since they share its test positives) when there are several,
+    else over the split seeds; nan with one replicate."""
+    if len(graphs) > 1:
+        x, over = [np.mean([v for (g, _), v in values.items() if g == graph]) for graph in graphs], "graphs"
+    else:
+        x, over = list(values.values()), "split seeds"
+    return (float(np.std(x, ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")), over
+
+
+def best_by_validation(rows: dict, rel: str, candidates: list[str], reps: list) -> str | None:
+    """The candidate with the highest mean validation AP on ``rel`` (a choice made on validation only)."""
+    present = [m for m in candidates if all((rel, m, r) in rows for r in reps)]
+    return max(present, key=lambda m: np.mean([rows[(rel, m, r)]["val_ap"] for r in reps])) if present else None
+
+
+def relation_tables(rows: dict, relations: list[str], methods: list[str], reps: list, args) -> None:
+    """Per relation: every method's mean over replicates with its standard error (``standard_error``):
+    test AUC, AP, F1 at the validation max-F1 threshold, the routing=auto band's share of test and the
+    oracle gain (oracle F1 - F1: what a perfect reviewer of the band adds); then the paired
+    difference of the best *_plus option to the best of TSH / PA / CN / 3-paths, both chosen by
+    mean validation AP, with the standard error of the paired difference."""
+    graphs = list(dict.fromkeys(g for g, _ in reps))
+    size = f"subgraph {args.subgraph_nodes} nodes" if getattr(args, "subgraph_nodes", None) else "whole graph"
+    for rel in relations:
+        first = rows[(rel, methods[0], reps[0])]
+        _, over = standard_error({r: 0.0 for r in reps}, graphs)
+        flag = "  << RANDOM split: no edge years, easier than a temporal one" if first["kind"] == "RANDOM" else ""
+        print(f"\n{rel}: split {first['kind']}{flag}; split.graph_cut={args.graph_cut}; {size}; {len(reps)} replicate(s) "
+              f"{reps}, mean (SE over {over}); val/test positives {first['val_pos']}/{first['test_pos']}")
+        print(f"{'method':<17}{'valAP':>7}{'test AUC':>16}{'AP':>16}{'F1':>16}{'auto band':>11}{'oracle gain':>16}"
+              f"{'AP warm':>16}{'cell s':>8}   (AP warm: the {first['warm_pos']} test positives with both ends seen, warm_pairs)")
+        for m in methods:
+            line = f"{m:<17}{np.mean([rows[(rel, m, r)]['val_ap'] for r in reps]):>7.3f}"
+            for key in ("auc", "ap", "f1", "band_auto", "gain", "ap_warm"):
+                v = {r: (rows[(rel, m, r)]["oracle"] - rows[(rel, m, r)]["f1"]) if key == "gain" else rows[(rel, m, r)][key] for r in reps}
+                se, _ = standard_error(v, graphs)
+                mean = np.mean(list(v.values()))
+                line += f"{mean:>11.1%}" if key == "band_auto" else f"{mean:>9.3f} ({se:.3f})"
+            line += f"{np.mean([rows[(rel, m, r)]['seconds'] for r in reps]):>8.1f}"
+            print(line)
+        option = best_by_validation(rows, rel, [m for m in methods if m in PLUS], reps)
+        reference = best_by_validation(rows, rel, [m for m in methods if m in REFERENCES], reps)
+        if option is None or reference is None:
+            continue
+        line = f"best option by val AP {option} - best of {'/'.join(m for m in REFERENCES if m in methods)} by val AP {reference}:"
+        for key in ("auc", "ap", "f1"):
+            d = {r: rows[(rel, option, r)][key] - rows[(rel, reference, r)][key] for r in reps}
+            se, _ = standard_error(d, graphs)
+            line += f"  d{key.upper()} {np.mean(list(d.values())):+.3f} ({se:.3f}) [{sum(v >= 0 for v in d.values())}/{len(d)}]"
+        print(line)
+
+
+def diagnostics(split, graph: int) -> None:
+    """Why a heuristic can beat a GNN on a relation (bench-only, reads test labels to describe the
+    data, chooses nothing): positives per part; the share of validation/test positives and negatives
+    with a 3-path in the relation (A Aᵀ A > 0) and with a common neighbour over all edge types; the
+    share whose source or target has no edge of the relation in the training graph (cold start: a
+    relation-degree 0 end), and whose source or target has no edge at all (unseen: ``warm_pairs``); median relation and all-edge degrees of the ends; the AUC of the plain
+    product of relation degrees."""
+    from hygrail.baselines import structural
+
+    counts = split.counts()
+    print(f"   diagnostics {split.relation.name} (graph {graph}): positives train/val/test "
+          f"{counts['train']['pos']}/{counts['val']['pos']}/{counts['test']['pos']}, kind {split.kind}, dated {split.dated}")
+    for part in ("val", "test"):
+        p = split.part(part)
+        kg, src, dst, y = split.graph(part), p["src"].to_numpy(), p["dst"].to_numpy(), p["label"].to_numpy().astype(bool)
+        p3 = structural.paths3(kg, split.relation, src, dst) > 0
+        cn = structural.common_neighbours(kg, src, dst) > 0
+        deg = structural.degree_features(kg, split.relation, src, dst)  # d_r(u), d_r(v), d(u), d(v)
+        cold_src, cold_dst = deg[:, 0] == 0, deg[:, 1] == 0
+        unseen = (deg[:, 2] == 0) | (deg[:, 3] == 0)
+        for label, sel in (("pos", y), ("neg", ~y)):
+            med = np.median(deg[sel], axis=0)
+            print(f"   {part:<5}{label}: 3-path {p3[sel].mean():6.1%}  CN>0 {cn[sel].mean():6.1%}  src cold {cold_src[sel].mean():6.1%}"
+                  f"  dst cold {cold_dst[sel].mean():6.1%}  an end unseen {unseen[sel].mean():6.1%}  median d_r(src) {med[0]:.0f} "
+                  f"d_r(dst) {med[1]:.0f} d(src) {med[2]:.0f} d(dst) {med[3]:.0f}")
+        print(f"   {part:<5}AUC of d_r(src)*d_r(dst): {roc_auc_score(y, deg[:, 0] * deg[:, 1]):.3f}; of d_r(dst) alone "
+              f"{roc_auc_score(y, deg[:, 1]):.3f}; of d_r(src) alone {roc_auc_score(y, deg[:, 0]):.3f}", flush=True)
 
 
 def summary(rows: dict, relations: list[str], methods: list[str], reps: list[tuple[int, int]]) -> None:
@@ -186,6 +365,8 @@ def summary(rows: dict, relations: list[str], methods: list[str], reps: list[tup
     def mean(rel: str, m: str, key: str) -> float:
         return float(np.mean([rows[(rel, m, r)][key] for r in reps]))
 
+    if not relations:
+        return
     graphs = list(dict.fromkeys(g for g, _ in reps))
     seeds = list(dict.fromkeys(s for _, s in reps))
     print(f"\n{len(reps)} replicate(s) (graph seed, split seed): {reps}; relation values are means over them")
@@ -201,7 +382,7 @@ def summary(rows: dict, relations: list[str], methods: list[str], reps: list[tup
         line += f"  {wins['ap']:<11}{wins['f1']:<11}{wins['f1_half']:<12}"
         line += f"{sum(0.25 <= mean(r, m, 'band_auto') <= 0.55 for r in relations)}/{len(relations)}"
         print(line)
-    options = [m for m in methods if m != "tsh"]
+    options = [m for m in methods if m != "tsh" and m not in STRUCTURAL]  # structural rows: relation_tables pairs them
     if "tsh" not in methods or not options:
         return
     for option in options:  # every option: picking one by its test AP would be a choice made on test
@@ -320,13 +501,21 @@ def feature_cost(args) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default="matkg_synthetic,biokg", help="comma list: matkg_synthetic, biokg")
+    ap.add_argument("--data", default="matkg_synthetic,biokg", help="comma list: matkg_synthetic, biokg, hpo, synthesis_recipes")
     ap.add_argument("--relations", default=None, help="comma list (default: all of each KG)")
-    ap.add_argument("--methods", default=METHODS)
+    ap.add_argument("--methods", default=METHODS, help=f"comma list: backbones (conf/backbone), tsh, {PLANTED}, and the "
+                    f"structural baselines {','.join(STRUCTURAL)}")
     ap.add_argument("--epochs", type=int, default=None, help="override every backbone's epochs (quick looks)")
     ap.add_argument("--seeds", default="42", help="comma list; quality tables average over them (the ablation and --speed use the first)")
-    ap.add_argument("--graph-seeds", default="0", help="comma list of generator seeds: each draws another KG (0: the "
-                    "default one), i.e. other test positives; the quality tables average over graphs x seeds")
+    ap.add_argument("--graph-seeds", default=None, help="comma list of generator seeds: each draws another KG (default 0: "
+                    "the default one), i.e. other test positives; the quality tables average over graphs x seeds. On a real "
+                    "KG with --subgraph-nodes: data.subgraph_seed values, each another sample (default 42, the config's)")
+    ap.add_argument("--subgraph-nodes", type=int, default=None, help="real KGs: data.subgraph_nodes, the type/density-"
+                    "preserving sample (3000: the paper's); default: the whole graph")
+    ap.add_argument("--graph-cut", default="relation", choices=("relation", "time"), help="split.graph_cut: relation (the "
+                    "paper's) or time (also every other edge dated from the validation start; hygrail/data/split.py)")
+    ap.add_argument("--diagnose", action="store_true", help="per relation (first seed): 3-path and common-neighbour "
+                    "coverage, cold-start ends and degrees of val/test positives and negatives")
     ap.add_argument("--scale", type=float, default=1.0, help="data.scale of the synthetic MatKG for the quality tables "
                     "(1: paper size; 2 has ~3.4x the edges, so more test positives per relation)")
     ap.add_argument("--cache", type=Path, default=ROOT / "outputs/cache/triage")
@@ -339,11 +528,18 @@ def main() -> None:
     args = ap.parse_args()
     if args.scale != 1.0 and "biokg" in args.data.split(","):
         ap.error(f"--scale {args.scale}: the second KG has one size; pass --data matkg_synthetic")
+    unknown = set(args.data.split(",")) - set(RELATIONS)
+    if unknown:
+        ap.error(f"--data {','.join(sorted(unknown))}: expected some of {', '.join(RELATIONS)}")
+    if args.subgraph_nodes and set(args.data.split(",")) - set(REAL_RELATIONS):
+        ap.error(f"--subgraph-nodes samples a real KG ({', '.join(REAL_RELATIONS)}); the synthetic ones have --scale")
     if PLANTED in args.methods.split(",") and args.data != "matkg_synthetic":
         ap.error(f"--methods {PLANTED} reads the synthetic MatKG's planted topics; pass --data matkg_synthetic")
     args.seeds = [int(x) for x in args.seeds.split(",")]
     args.seed = args.seeds[0]
-    args.graph_seeds = [int(x) for x in args.graph_seeds.split(",")]
+    if args.graph_seeds is not None and len(args.graph_seeds.split(",")) > 1 and not args.subgraph_nodes \
+            and set(args.data.split(",")) & set(REAL_RELATIONS):
+        ap.error("--graph-seeds on a real KG draws other subgraph samples: pass --subgraph-nodes (the whole graph is one)")
     torch.set_num_threads(args.threads)
     methods = args.methods.split(",")
     if args.feature_cost:
@@ -353,10 +549,16 @@ def main() -> None:
             kg, _ = load("matkg_synthetic", Path(tmp))
             (ablation(kg, args) if args.ablation else speed(kg, methods, args))
             return
+        asked = args.relations.split(",") if args.relations else None
+        if asked and (stray := [r for r in asked if not any(r in RELATIONS[d].split(",") for d in args.data.split(","))]):
+            ap.error(f"--relations {','.join(stray)}: not a relation of --data {args.data} ({RELATIONS})")
         for data in args.data.split(","):
-            kgs = {g: load(data, Path(tmp), g, args.scale) for g in args.graph_seeds}
-            default = MATKG_RELATIONS if data == "matkg_synthetic" else BIOKG_RELATIONS
-            quality(data, kgs, (args.relations or default).split(","), methods, args)
+            relations = [r for r in (asked or RELATIONS[data].split(",")) if r in RELATIONS[data].split(",")]
+            if not relations:
+                continue
+            graph_seeds = [int(x) for x in (args.graph_seeds or ("42" if data in REAL_RELATIONS else "0")).split(",")]
+            kgs = {g: load(data, Path(tmp), g, args.scale, args.subgraph_nodes) for g in graph_seeds}
+            quality(data, kgs, relations, methods, args)
 
 
 if __name__ == "__main__":
