@@ -24,6 +24,16 @@ training=full vs training=minibatch with the default 65,536 pairs a step):
     synthesis_recipes  rgcn_plus         999,726         41.8     2.14         44.0     1.40      1.5
     hpo                rgcn_plus       3,723,909         86.6     4.49        107.7     2.32      1.9
 
+(rgcn_plus: names off, 4 folds, so a step is one fold's positives and fresh negatives, a quarter of
+the pairs. Its full-size MatKG cells were not run to the end: the setup alone takes 561 s, below.)
+Every R-GCN cell trains in <= 4 GB in mini-batches (at most 3.08 GB, the full-size MatKG); at real
+size the full batch fits only for rgcn_plus on the recipes KG. Mini-batch epochs are slower where
+the encoder is large (MatKG: 12 steps, each with a whole-graph encoder pass) or the steps many (hpo:
+57). ``auto`` (``train.full_batch_gb``) picks mini-batches in every cell above, rgcn_plus on recipes
+included: its estimate, 1.6 GB, is just over the 1.5 GB limit, though its full batch fits (2.14 GB).
+The full-batch cells were measured while pair features were still computed all at once (now in
+chunks of 65,536 in either mode: ``features.pair_features``), which lowers their setup peak only.
+
 Where the memory goes (``--attribute``, full batch as before the option; per cell, fresh processes
 stop after the setup (load, split, ``train.build_module``), then reset the peak (``VmHWM`` via
 /proc/self/clear_refs) and run either one encoder forward + backward on the full training graph or

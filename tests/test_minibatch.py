@@ -14,6 +14,7 @@ from hygrail.data import data_config, load_kg
 from hygrail.data.split import temporal_split
 from hygrail.kg import DataError
 from hygrail.triage import train
+from hygrail.triage.features import pair_features
 from test_triage import FAST, planted_kg
 
 MINI = {"training": "minibatch", "batch_pairs": 512}
@@ -59,6 +60,13 @@ def test_chunked_scores_equal_the_full_forward(planted_split):
     run.module.score_chunk = None
     np.testing.assert_allclose(chunked, train.predict(run.module, batches["test"]), rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(chunked, run.scores["test"], rtol=1e-6, atol=1e-7)
+
+
+def test_pair_features_in_chunks_are_the_same_values(planted_split):
+    pairs = planted_split.part("train")
+    src, dst = pairs["src"].to_numpy(), pairs["dst"].to_numpy()
+    whole = pair_features(planted_split.train_graph, src, dst, chunk=len(src))
+    np.testing.assert_array_equal(pair_features(planted_split.train_graph, src, dst, chunk=97), whole)
 
 
 def test_lean_rgcn_computes_what_pyg_computes(planted_split):

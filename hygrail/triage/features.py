@@ -152,7 +152,7 @@ def drop_target_edges(data: HeteroData, src_type: str, dst_type: str, positions:
     return out
 
 
-def pair_features(kg: KG, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+def pair_features(kg: KG, src: np.ndarray, dst: np.ndarray, chunk: int = 65_536) -> np.ndarray:
     """R-GCN's six local features per pair (n, 6), raw (the model standardises them):
 
     log(1+weighted degree) of src and of dst, weighted two-hop signal sum_z w(u,z) w(z,v),
@@ -162,11 +162,21 @@ def pair_features(kg: KG, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     and of the Jaccard union, so training positives look like the held-out val/test positives
     whose edges the training graph lacks. Common neighbours, two-hop and Adamic-Adar never
     involve that edge (no self-loops), so they need no correction.
+
+    Computed ``chunk`` pairs at a time: the sparse row products grow with the pairs (1 M data=hpo
+    training pairs: 0.80 GB above the RSS before at once, 0.19 GB and 3.4 times faster in chunks of
+    65,536; measured once), and a pair's features read its own two rows only, so chunks change no value.
     """
     # Copies: scipy's fancy indexing fails on read-only arrays such as polars' to_numpy() views.
     src, dst = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
-    binary, weighted, deg, wdeg, inv_log_deg = _pair_structure(kg)
+    structure = _pair_structure(kg)
+    return np.concatenate([_pair_chunk(kg, structure, src[lo : lo + chunk], dst[lo : lo + chunk])
+                           for lo in range(0, max(len(src), 1), chunk)])
 
+
+def _pair_chunk(kg: KG, structure: tuple, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """``pair_features`` of some pairs, given ``_pair_structure(kg)``."""
+    binary, weighted, deg, wdeg, inv_log_deg = structure
     own = kg.has_edges(src, dst).astype(np.float64)
     own_w = np.asarray(weighted[src, dst]).ravel() if len(src) else np.zeros(0)
     common = binary[src].multiply(binary[dst]).tocsr()

@@ -19,8 +19,9 @@ batch holds the decoder's activations for every training pair of a step, ~5 KB p
 and a real KG has millions (data=hpo: 3.7 M training pairs, > 20 GB). Mini-batch training takes
 steps of at most ``batch_pairs`` pairs (``PairSteps``; for the plus backbones, of each fold's
 pairs), runs the encoder on the whole training graph once per step (R-GCN's layers as ``lean_rgcn``:
-per-relation states recomputed in the backward pass, not kept), and computes pair features and
-scores validation/test pairs in chunks of ``batch_pairs``. A config opts in with
+per-relation states recomputed in the backward pass, not kept), and scores validation/test pairs
+in chunks of ``batch_pairs`` (pair features are computed in chunks in either mode:
+``features.pair_features``, ``features.link_features``). A config opts in with
 ``+backbone.training=minibatch`` (``+backbone.batch_pairs=N``) on the command line. PyG's
 ``LinkNeighborLoader`` (neighbour-sampled subgraphs per step) is not used: its sampler needs pyg-lib
 or torch-sparse, neither of which installs here (pyg-lib has no PyPI wheel; torch-sparse 0.6.18 is
@@ -535,7 +536,7 @@ def build_module(split: Split, cfg: Mapping) -> tuple[TriageModule, dict[str, di
         part = split.part(p)
         batches[p] = pair_batch(
             split.graph(p), part["src"].to_numpy(), part["dst"].to_numpy(), part["label"].to_numpy(),
-            backbone.pair_features, plan,
+            backbone.pair_features,
         )
     rel = (split.relation.src, split.relation.dst)
     train = split.part("train")
@@ -678,19 +679,15 @@ def prior_logit(labels: np.ndarray) -> float:
 
 
 def pair_batch(
-    graph_kg: KG, src: np.ndarray, dst: np.ndarray, labels: np.ndarray | None, pair_fn=None, chunk: int | None = None
+    graph_kg: KG, src: np.ndarray, dst: np.ndarray, labels: np.ndarray | None, pair_fn=None
 ) -> dict[str, torch.Tensor]:
-    """Tensors src, dst (and label), plus ``pair_fn(graph_kg, src, dst)`` as pair_feats if given,
-    computed ``chunk`` pairs at a time if given (its sparse intermediates grow with the pairs)."""
+    """Tensors src, dst (and label), plus ``pair_fn(graph_kg, src, dst)`` as pair_feats if given."""
     # np.array copies: torch warns on the read-only views polars hands out
     batch = {"src": torch.as_tensor(np.array(src, dtype=np.int64)), "dst": torch.as_tensor(np.array(dst, dtype=np.int64))}
     if labels is not None:
         batch["label"] = torch.as_tensor(np.asarray(labels, dtype=np.float32))
     if pair_fn is not None:
-        n = len(batch["src"])
-        step = chunk or max(n, 1)
-        batch["pair_feats"] = torch.from_numpy(np.concatenate(
-            [pair_fn(graph_kg, src[lo : lo + step], dst[lo : lo + step]) for lo in range(0, max(n, 1), step)]))
+        batch["pair_feats"] = torch.from_numpy(pair_fn(graph_kg, src, dst))
     return batch
 
 
