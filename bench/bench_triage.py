@@ -49,13 +49,14 @@ cell: inputs, training, scoring; 8000-node seeds 0/1 ran on a quieter box, ~30% 
     syn_tgt_pre 8000   391  106    106         386        286        237             5    < 1
     (* the first cell of a process embeds the entity names.) Whole graph: heteroconv 30.5 s per
     epoch on hpo_dis_phe (3.7 M training pairs; 100 epochs ~ 51 min), 10.5 s on syn_tgt_pre (~17
-    min); hgt_plus 85-100 s per epoch on syn_tgt_pre after 8 min of inputs (~1 h with early
+    min); hgt_plus 85-100 s per epoch on syn_tgt_pre after 8 min of inputs (30-70 min with early
     stopping), > 7.5 min before its first epoch on hpo_dis_phe; TSH 415 s / 200 s; structural
-    <= 150 s (3-paths on hpo_dis_phe). So the whole graph does not fit (~1 core-hour per GNN cell,
-    54 cells); 8000 nodes for all three relations is ~42 min a seed (~2 h for three). Chosen, for
-    ~60 min in all (seeds 42, 0, 1): HPO at 8000 nodes (at 3000 hpo_gen_dis keeps 77 edges, 8
-    validation / 15 test positives, too few for a threshold or an error bar; at 8000 57 / 114)
-    and recipes at the paper's 3000 (138 / 277 positives; its 8000 cells cost 25 min a seed).
+    <= 150 s (3-paths on hpo_dis_phe). So the whole graph does not fit (17-70 min per GNN cell,
+    54 cells); 8000 nodes for all three relations is ~42 min a seed (~2 h for three). Chosen: HPO
+    at 8000 nodes (at 3000 hpo_gen_dis keeps 77 edges, 8 validation / 15 test positives, too few
+    for a threshold or an error bar; at 8000 57 / 114) and recipes at the paper's 3000 (138 / 277
+    positives; its 8000 cells cost 25 min a seed). Measured: the graph_cut=relation table (all 13
+    rows, seeds 42, 0, 1) took 47 min of cells (HPO 42, recipes 6), graph_cut=time 34 more.
 
 Printed per relation and method: validation average precision (the figure to choose options
 and hyperparameters on: the plus options' validation scores are out-of-fold; TSH's are in-sample, its weights being fit
