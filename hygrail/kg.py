@@ -259,7 +259,7 @@ class KG:
         implied = (up + up.T).astype(bool).tocsr()
         implied = implied - implied.multiply(a)  # an edge is an edge, not an implication
         implied.eliminate_zeros()
-        return implied.astype(bool)
+        return implied
 
     @cached_property
     def excluded_adjacency(self) -> sp.csr_matrix | None:

@@ -6,8 +6,8 @@ edge of the relation), for a same-type relation the unordered pairs u < v withou
 *known* nodes take part: nodes with at least one edge in the graph (with a cutoff, an entity first
 mentioned after it does not exist yet for the method; ``data.split.known_nodes``, the nodes the
 split draws its negatives from). Pairs that are true without being edges (``KG.excluded``: undated
-edges a cutoff withholds, pairs an ontology's true-path rule implies) are not candidates either. At full synthetic MatKG size CHM-APL has
-15,424 x 9,777 = 1.5e8 pairs, so the space is never materialised: it is walked in blocks of source
+edges a cutoff withholds, pairs an ontology's true-path rule implies) are not candidates either.
+At full synthetic MatKG size CHM-APL has 15,424 x 9,777 = 1.5e8 pairs, so the space is never materialised: it is walked in blocks of source
 nodes (each block an S x D array over all destinations plus a validity mask), and each ranking
 keeps only its best K pairs (``TopK``).
 
@@ -40,8 +40,8 @@ class CandidateSpace:
         self.kg, self.relation = kg, relation
         self.src, self.dst = known_nodes(kg, relation.src), known_nodes(kg, relation.dst)
         self.same_type = relation.src == relation.dst
-        # an edge's two ends are known nodes
         self.excluded = excluded_pairs(kg, relation)
+        # an edge's two ends are known nodes, so every edge of the relation is inside the known product
         self.size = candidate_pairs(kg, relation, known=True) - kg.relation_edges(relation).height - self.excluded
 
     def blocks(self, block_size: int) -> Iterator[Block]:
