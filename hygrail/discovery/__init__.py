@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from hygrail.kg import DataError
 
 KS = (10, 50, 100, 500, 1000)  # precision@K / recall@K list sizes unless discover.ks says otherwise
+ORDERS = ("paper", "reviewed")  # discover.order: which HyGRAIL list the report shows and scores (``retro``)
 
 
 def options(cfg: DictConfig) -> dict:
@@ -37,6 +38,9 @@ def options(cfg: DictConfig) -> dict:
     if not (short is None or short == "auto" or (isinstance(short, int) and short >= top_k)):
         raise DataError(f"discover.shortlist={short}: expected null (exact), auto, or a shortlist size >= "
                         f"discover.top_k={top_k}")
+    order = d.get("order", "paper")
+    if order not in ORDERS:
+        raise DataError(f"discover.order={order!r}: expected one of {', '.join(ORDERS)}")
     cutoff = d.get("cutoff")
     if cutoff is not None and not isinstance(cutoff, int):
         raise DataError(f"discover.cutoff={cutoff!r}: expected a year (an integer) or null")
@@ -47,7 +51,7 @@ def options(cfg: DictConfig) -> dict:
     from hygrail.discovery.trust import training_year
 
     training_year(cfg.llm.get("training_data_date"))
-    return d | {"ks": ks}
+    return d | {"ks": ks, "order": order}
 
 
 # The retrospective grid and the novelty view (retro, novelty): option -> (least value, what it is).

@@ -70,21 +70,33 @@ def write_markdown(table: pl.DataFrame, summary: Mapping[str, Any], retro, out: 
 
 def facts(table: pl.DataFrame, summary: Mapping[str, Any]) -> dict[str, Any]:
     """The run's facts, with what is true of HyGRAIL's list against the GNN's (``agreement``)."""
-    return dict(summary["facts"]) | {"HyGRAIL's list against the GNN's": agreement(table)}
+    return dict(summary["facts"]) | {"HyGRAIL's list against the GNN's": agreement(table, summary.get("order", "paper"))}
 
 
-def agreement(table: pl.DataFrame) -> str:
+def agreement(table: pl.DataFrame, order: str = "paper") -> str:
     """Where HyGRAIL's list (the table's order) first differs from the GNN's (``gnn_rank``) among
-    the listed hypotheses. The LLM only reorders the band, so the lists agree at least through the
-    candidates above b*; with none above b*, an LLM-accepted candidate can lead from rank 1."""
+    the listed hypotheses. Under ``discover.order=paper`` the LLM only reorders the band, so the
+    lists agree at least through the candidates above b*; with none above b*, an LLM-accepted
+    candidate can lead from rank 1. Under ``reviewed`` the review reorders the GNN's head itself."""
     differ = np.flatnonzero(table["gnn_rank"].to_numpy() != table["rank"].to_numpy())
     above = f"{int((table['region'] == 'auto_accept').sum()):,} listed above b*"
     if not len(differ):
         return f"identical over the {table.height:,} listed ({above})"
     first = int(differ[0]) + 1
+    what = "the LLM reorders the band" if order == "paper" else "the review reorders the GNN's head"
     if first == 1:
-        return f"differs from rank 1 on ({above}; the LLM reorders the band)"
-    return f"the GNN's down to rank {first - 1:,}, differs from rank {first:,} on ({above}; the LLM reorders the band)"
+        return f"differs from rank 1 on ({above}; {what})"
+    return f"the GNN's down to rank {first - 1:,}, differs from rank {first:,} on ({above}; {what})"
+
+
+def listed_moves(table: pl.DataFrame) -> tuple[int, int, int]:
+    """(demoted, re-ordered, first differing rank; 0: none) of a ranked table (``retro.review_moves``):
+    the rows the review rejected (its verdict, not the GNN's outside the band) against the rest."""
+    from hygrail.discovery.retro import review_moves
+
+    by = table["decided_by"]
+    reviewed = ~(by.str.starts_with("GNN") | by.str.starts_with("routed, beyond")).to_numpy()
+    return review_moves(table["gnn_rank"].to_numpy(), reviewed & (table["verdict"] == "reject").to_numpy())
 
 
 def _novelty_text(row: Mapping[str, Any]) -> str:
@@ -115,11 +127,16 @@ def retro_tables(retro) -> list[tuple[str, pl.DataFrame]]:
     label = pl.format("{}: {} ({} answers)", pl.col("bucket"), pl.col("degree_product"), pl.col("n_answers"))
     buckets = (b.with_columns(bucket_cell.alias("cell"), label.alias("bucket d(u)·d(v)"))
                .pivot(on="bucket d(u)·d(v)", index="method", values="cell"))
-    return [(f"Headline: answers within {h} years of the cutoff, both ends of degree >= {d}, >= {c} reference(s)", head),
-            ("ROC-AUC / AP over the whole candidate space per condition (horizon in years; minimum degree of both "
-             "ends at the cutoff; minimum references; Science4Cast's grid)", grid),
-            (f"Per degree-product bucket (headline answers): precision@{small} / precision@{large} within the bucket "
-             f"(how many of the ranking's top {top.removeprefix('in_top_')} lie in it)", buckets)]
+    out = [(f"Headline: answers within {h} years of the cutoff, both ends of degree >= {d}, >= {c} reference(s)", head),
+           ("ROC-AUC / AP over the whole candidate space per condition (horizon in years; minimum degree of both "
+            "ends at the cutoff; minimum references; Science4Cast's grid)", grid),
+           (f"Per degree-product bucket (headline answers): precision@{small} / precision@{large} within the bucket "
+            f"(how many of the ranking's top {top.removeprefix('in_top_')} lie in it)", buckets)]
+    if retro.paired is not None:
+        out.append((f"HyGRAIL (discover.order={retro.order}) against the GNN, paired at each K (headline answers): "
+                    f"precision@K, the difference, the candidates that entered HyGRAIL's top K (as many left it) "
+                    f"and the answers among those that entered (gained) and left (lost)", retro.paired))
+    return out
 
 
 def _md_table(df: pl.DataFrame) -> str:

@@ -12,8 +12,22 @@ candidate either and is counted as ``future_implied``.
 Every ranking is a list over the whole candidate space (ties broken by ``space.tiebreak``), scored
 by precision@K, recall@K (against all reachable future edges) and average precision (the mean,
 over the future edges, of the precision at each one's position in that list). The HyGRAIL ranking
-puts the candidates it accepts first: those above b* (by GNN score), then those the LLM accepted
-(by its confidence), then the rest by GNN score, and the ones the LLM rejected last.
+is the one the report lists (``discover.order``):
+
+- ``paper`` (``hygrail_order``): the candidates it accepts first: those above b* (by GNN score),
+  then those the LLM accepted (by its confidence), then the rest by GNN score, and the ones the LLM
+  rejected last. The reviews go to the best-scored *routed* candidates, below b*; when more than
+  the list's length lies above b* (usual in discovery), the reviewer never changes what a person
+  reads.
+- ``reviewed`` (``reviewed_order``): the reviews go to the head of the GNN's list (its best N,
+  whatever their region); the reviewed candidates the rule accepts come first (by the combined
+  probability under ``llm.decision=calibrated``, else by the reviewer's confidence), then every
+  unreviewed candidate in GNN order, and the reviewed ones the rule rejects last: below the whole
+  list, as the paper's order places an LLM rejection, so that "rejected" means one thing in both
+  orders (and in the report's table, where the rejected rows close the list with their reasons).
+
+``paired_precision`` compares the HyGRAIL list with the GNN's at each K on the same answers: the
+difference of precision@K is (answers that entered the top K - answers that left it) / K exactly.
 
 To Science4Cast's standard (Krenn et al., Nature Machine Intelligence 2023: ROC-AUC over every
 unconnected pair, at horizons of 1, 3 and 5 years, for pairs whose ends have degree >= 0, 5 or 25
@@ -155,6 +169,63 @@ def hygrail_order(gnn_order: np.ndarray, auto_accept: np.ndarray, llm_yes: np.nd
     return np.lexsort((position, conf, group))
 
 
+def reviewed_order(gnn_order: np.ndarray, reviewed: np.ndarray, accepted: np.ndarray,
+                   priority: np.ndarray) -> np.ndarray:
+    """The ``discover.order=reviewed`` ranking (module docstring) as positions into the candidate arrays.
+
+    ``gnn_order``: the GNN ranking; boolean masks over the candidates: ``reviewed`` (the head of
+    the GNN's list the LLM reviewed), ``accepted`` (of those, the ones the decision rule accepts;
+    read only where ``reviewed``); ``priority``: where reviewed and accepted, what orders them (the
+    combined probability, or the reviewer's confidence; NaN counts as 0). Ties keep GNN order.
+    Groups: 0 reviewed and accepted (by priority), 1 unreviewed (GNN order), 2 reviewed and
+    rejected (GNN order)."""
+    reviewed = np.asarray(reviewed, dtype=bool)
+    yes = reviewed & np.asarray(accepted, dtype=bool)
+    group = np.where(reviewed, np.where(yes, 0, 2), 1).astype(np.int8)
+    position = np.empty(len(gnn_order), dtype=np.int64)
+    position[gnn_order] = np.arange(len(gnn_order))
+    key = np.where(yes, -np.nan_to_num(np.asarray(priority, dtype=np.float64), nan=0.0), 0.0)
+    return np.lexsort((position, key, group))
+
+
+def review_moves(gnn_rank: np.ndarray, demoted: np.ndarray) -> tuple[int, int, int]:
+    """What the review did to a list, read from the list itself (rows in the list's order):
+    ``gnn_rank``: each row's GNN rank; ``demoted``: the rows the LLM rejected (reviewed and not
+    accepted). Returns (demoted, re-ordered, first differing position, 1-based; 0: identical).
+
+    A rejected row counts as demoted when some row the GNN ranked below it is listed above it.
+    Re-ordered: among the other rows, those whose position differs from their position in GNN
+    order; a demotion alone shifts the rows under it by one but re-orders none of them."""
+    gnn_rank, demoted = np.asarray(gnn_rank, dtype=np.int64), np.asarray(demoted, dtype=bool)
+    prefix_max = np.maximum.accumulate(gnn_rank) if len(gnn_rank) else gnn_rank
+    above = np.concatenate([[np.iinfo(np.int64).min], prefix_max[:-1]])[: len(gnn_rank)]  # largest GNN rank listed above
+    n_demoted = int((demoted & (above > gnn_rank)).sum())
+    rest = gnn_rank[~demoted]
+    n_reordered = int((rest != np.sort(rest)).sum())
+    differ = np.flatnonzero(gnn_rank != np.sort(gnn_rank))
+    return n_demoted, n_reordered, int(differ[0]) + 1 if len(differ) else 0
+
+
+def paired_precision(order: np.ndarray, gnn_order: np.ndarray, labels: np.ndarray, ks) -> pl.DataFrame:
+    """HyGRAIL's list (``order``) against the GNN's (``gnn_order``) on the same ``labels`` (answers),
+    one row per K of ``ks``: both precisions@K, their difference, how many candidates entered
+    HyGRAIL's top K that the GNN's lacks (``entered``; as many left it) and how many answers
+    each set holds (``gained``, ``lost``): difference = (gained - lost) / K exactly."""
+    labels = np.asarray(labels, dtype=np.int64)
+    rows = []
+    for k in sorted({int(k) for k in ks}):
+        mine, theirs = np.zeros(len(labels), bool), np.zeros(len(labels), bool)
+        mine[order[:k]], theirs[gnn_order[:k]] = True, True
+        entered, left = mine & ~theirs, theirs & ~mine
+        p_h, p_g = labels[mine].sum() / k, labels[theirs].sum() / k
+        rows.append({"K": k, "GNN": float(p_g), "HyGRAIL": float(p_h), "HyGRAIL - GNN": float(p_h - p_g),
+                     "entered": int(entered.sum()), "gained": int(labels[entered].sum()),
+                     "lost": int(labels[left].sum())})
+    return pl.DataFrame(rows, schema={"K": pl.Int64, "GNN": pl.Float64, "HyGRAIL": pl.Float64,
+                                      "HyGRAIL - GNN": pl.Float64, "entered": pl.Int64, "gained": pl.Int64,
+                                      "lost": pl.Int64})
+
+
 @dataclass(frozen=True)
 class Retrospective:
     """The retrospective evaluation of one discovery (module docstring)."""
@@ -162,6 +233,8 @@ class Retrospective:
     table: pl.DataFrame  # one row per (method, horizon, min_degree, min_count)
     buckets: pl.DataFrame  # the headline condition, per degree-product bucket
     headline: tuple[int, int, int]  # (horizon, min_degree, min_count) of the headline rows
+    paired: pl.DataFrame | None = None  # HyGRAIL against the GNN at each K, headline answers (``paired_precision``)
+    order: str = "paper"  # the HyGRAIL list scored (``ORDERS``)
 
     def headline_rows(self) -> pl.DataFrame:
         h, d, c = self.headline

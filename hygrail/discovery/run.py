@@ -1,7 +1,8 @@
 """``task=discover``: the job HyGRAIL is named for, composed from the stages of ``task=run``.
 
     KG (<= cutoff) -> split (calibration) -> triage of ALL unobserved pairs (streamed, top-K)
-      -> band regions -> reviewing stage on the routed head -> ranked table + HTML cards
+      -> band regions -> reviewing stage on the routed head (``discover.order=paper``) or on the
+         GNN's head (``reviewed``) -> ranked table + HTML cards in that order
       -> (cutoff given) AUC, AP and precision@K against the edges dated after it (``retro``'s grid)
 
 The GNN, its threshold, the band [a*, b*] and gamma come from the split's validation part exactly
@@ -14,6 +15,7 @@ are not candidates either); evidence comes from the same graph, as in ``task=run
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 import time
@@ -26,16 +28,17 @@ from omegaconf import DictConfig
 
 from hygrail.data import load_kg
 from hygrail.discovery import entities, options
-from hygrail.discovery.cards import COLUMNS, write_html, write_markdown, write_table
+from hygrail.discovery.cards import COLUMNS, listed_moves, write_html, write_markdown, write_table
 from hygrail.discovery.novelty import distances, hub_pairs, novelty_scores
 from hygrail.discovery.retro import (Retrospective, answers, check_cutoff, degree_mask, future_edges, future_of,
-                                     hygrail_order, retrospective)
+                                     hygrail_order, paired_precision, retrospective, reviewed_order)
 from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, PreferentialAttachment, TSHBlocks, two_stage, walk
 from hygrail.discovery.space import CandidateSpace, ranking
 from hygrail.discovery.trust import REGION_TEXT, accept_warning, contamination, region_precision, reviewer_figures
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import DataError
 from hygrail.stages import build_split, gnn_stage, hypotheses, plain, reviewer_for, val_gamma
+from hygrail.review import calibrate
 from hygrail.review.stage import check_failures, decide, fallback_note
 from hygrail.triage.routing import Band, route
 
@@ -59,12 +62,23 @@ class Discovery:
     entities: entities.EntityReport | None = None  # discover.entities' lists, the per-entity retrospective
 
 
+@dataclass(frozen=True)
+class Pairs:
+    """Candidate pairs with their ranking scores (the GNN's logits), best first: what is reviewed."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    score: np.ndarray
+
+
 def default_out(cfg: DictConfig) -> Path:
     d = cfg.discover
     if d.out:
         return Path(str(d.out))
     name = f"{cfg.backbone.name}-{cfg.llm.name}-{cfg.evidence.mode}-seed{cfg.seed}"
-    return Path(cfg.paths.outputs) / "discover" / str(cfg.relation.name) / (name + (f"-cutoff{d.cutoff}" if d.cutoff is not None else ""))
+    name += f"-cutoff{d.cutoff}" if d.cutoff is not None else ""
+    name += "-reviewed" if d.get("order", "paper") == "reviewed" else ""  # beside the paper order's report
+    return Path(cfg.paths.outputs) / "discover" / str(cfg.relation.name) / name
 
 
 def discover(cfg: DictConfig, logger=None) -> Discovery:
@@ -106,13 +120,16 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
 
     # -- triage of the whole space --------------------------------------------------------------
     t0 = time.perf_counter()
-    n_cand = int(d["review_budget"]["candidates"])
+    n_cand, order = int(d["review_budget"]["candidates"]), d["order"]
+    # paper: the reviews go to the best routed candidates (kept apart); reviewed: to the head of the
+    # GNN's list, which then holds at least the reviewed ones (the table lists its first top_k)
+    head_k, routed_k = (top_k, n_cand) if order == "paper" else (max(top_k, n_cand), 0)
     if exact:
-        w = walk(space, gnn, top_k, seed, int(d["block_pairs"]), band, gnn.probability, routed_k=n_cand,
+        w = walk(space, gnn, head_k, seed, int(d["block_pairs"]), band, gnn.probability, routed_k=routed_k,
                  keep=cutoff is not None, desc=f"score {space.size:,} candidates")
     else:
         size = int(d["shortlist_auto"]) if short == "auto" else int(short)
-        w = two_stage(gnn, space, top_k, seed, int(d["block_pairs"]), max(size, top_k), band, routed_k=n_cand,
+        w = two_stage(gnn, space, head_k, seed, int(d["block_pairs"]), max(size, head_k), band, routed_k=routed_k,
                       sample=int(d["surrogate_sample"]))
     timer["score"] = time.perf_counter() - t0
     metrics |= {"discover_candidates": float(space.size), "discover_exact": float(exact),
@@ -121,18 +138,21 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
 
     # -- review of the routed head ----------------------------------------------------------------
     t0 = time.perf_counter()
-    head_prob = gnn.probability(w.head.score)
-    routed = w.routed
+    head_prob = gnn.probability(w.head.score[:top_k])
+    targets = w.routed if order == "paper" else Pairs(w.head.src[:n_cand], w.head.dst[:n_cand], w.head.score[:n_cand])
     reviewed, decisions, gamma = [], np.zeros(0, dtype=np.int8), None
     metrics |= region_precision(split, triage)  # held-out precision per region; review() redoes it with test reviews
-    if routed is not None and len(routed.score):
-        reviewed, decisions, gamma, review_metrics = review(cfg, d, split, triage, routed, gnn)
+    if targets is not None and len(targets.score):
+        reviewed, decisions, gamma, review_metrics = review(cfg, d, split, triage, targets, gnn)
         metrics |= review_metrics
     timer["review"] = time.perf_counter() - t0
 
     # -- the ranked table --------------------------------------------------------------------------
     t0 = time.perf_counter()
-    table = build_table(cfg, split, triage, band, w, head_prob, reviewed, decisions)
+    table = build_table(cfg, split, triage, band, w, head_prob, reviewed, decisions, order, gamma)
+    n_demoted, n_reordered, first = listed_moves(table)
+    metrics |= {"discover_listed_demoted": float(n_demoted), "discover_listed_reordered": float(n_reordered),
+                "discover_listed_first_differs_at": float(first)}
     future = future_edges(kg, known, relation, cutoff) if cutoff is not None else None
     if future is not None:
         years = dict(zip(zip(future.src.tolist(), future.dst.tolist()), future.year.tolist()))
@@ -145,7 +165,7 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     if future is not None:
         t0 = time.perf_counter()
         result.retro, result.curves, retro_metrics = evaluate(cfg, d, split, space, gnn, band, w, reviewed,
-                                                               decisions, future, kg.num_nodes)
+                                                               decisions, future, kg.num_nodes, gamma)
         metrics |= retro_metrics
         timer["evaluate"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -153,16 +173,20 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     if result.entities is not None:
         metrics |= result.entities.metrics
         timer["entities"] = time.perf_counter() - t0
-    metrics |= {"gamma": gamma if gamma is not None else float("nan")}
+    metrics |= calibrate.fit_metrics(gamma) if gamma is not None else {"gamma": float("nan")}
     metrics |= {f"discover_seconds_{k}": v for k, v in timer.items()}
     result.summary = summary(cfg, space, band, triage.threshold, gamma, w, len(reviewed), metrics, exact)
     return result
 
 
 def review(cfg: DictConfig, d: dict, split, triage, routed, gnn: GNNBlocks):
-    """LLM review of the best routed candidates, gamma from routed validation hypotheses drawn where
-    the reviewed candidates lie (``like_reviewed``), and routed test hypotheses drawn the same way
-    for the reviewed region's held-out precision (``trust``): (reviewed, decisions, gamma, metrics)."""
+    """LLM review of ``routed`` (the best routed candidates under ``discover.order=paper``, the head
+    of the GNN's list under ``reviewed``), the rule (``llm.decision``: gamma, or the combined model
+    of ``calibrated``) fit on validation hypotheses drawn where the reviewed candidates lie
+    (``like_reviewed``), and test hypotheses drawn the same way for the reviewed region's held-out
+    precision (``trust``): (reviewed, decisions, the rule's fit, metrics). The draw is from the
+    routed hypotheses under ``paper`` (the candidates are routed ones) and from every validation
+    (test) hypothesis under ``reviewed`` (the candidates may lie above b*, or below a*)."""
     mode = load_mode(plain(cfg.evidence), plain(cfg.relation)["templates"], triage.calibrated())
     y_val, y_test = split.part("val")["label"].to_numpy(), split.part("test")["label"].to_numpy()
     r_val = triage.route_val
@@ -170,8 +194,11 @@ def review(cfg: DictConfig, d: dict, split, triage, routed, gnn: GNNBlocks):
     gnn_test = (triage.scores.test >= triage.threshold).astype(int)
     probs = gnn.probability(routed.score)
     budget = d["review_budget"]
-    pick_val = like_reviewed(triage.scores.val, r_val == -1, probs, budget.get("val"), int(cfg.seed))
-    pick_test = like_reviewed(triage.scores.test, triage.route_test == -1, probs, budget.get("test"), int(cfg.seed) + 1)
+    anywhere = d.get("order", "paper") == "reviewed"
+    pool_val = np.ones(len(r_val), bool) if anywhere else r_val == -1
+    pool_test = np.ones(len(triage.route_test), bool) if anywhere else triage.route_test == -1
+    pick_val = like_reviewed(triage.scores.val, pool_val, probs, budget.get("val"), int(cfg.seed))
+    pick_test = like_reviewed(triage.scores.test, pool_test, probs, budget.get("test"), int(cfg.seed) + 1)
     hyps = [Hypothesis(int(s), int(t), float(p)) for s, t, p in zip(routed.src, routed.dst, probs)]
     with reviewer_for(cfg, mode, split) as reviewer:
         rev_val = reviewer.review(hypotheses(split.part("val"), pick_val, triage.scores.val))
@@ -182,7 +209,8 @@ def review(cfg: DictConfig, d: dict, split, triage, routed, gnn: GNNBlocks):
     fell_back = check_failures([r.result for r in rev_val + rev_test + reviewed],
                                float(cfg.method["max_review_failure_rate"]), cfg.llm.name, cache)
     on_failure, rule = cfg.method.get("on_failure", "fallback"), cfg.llm.get("decision", "paper")
-    gamma = val_gamma(r_val, gnn_val, y_val, pick_val, rev_val, on_failure, rule)
+    gamma = val_gamma(r_val, gnn_val, y_val, pick_val, rev_val, on_failure, rule,
+                      calibration=cfg.method.get("calibration", "platt"), cut=cfg.method.get("combined_cut", "max_f1"))
     decisions = decide(reviewed, gamma, (probs >= triage.threshold).astype(int), on_failure, rule)
     dec_test = decide(rev_test, gamma, gnn_test[pick_test], on_failure, rule)
     metrics |= {"discover_val_reviewed": float(len(pick_val)), "discover_test_reviewed": float(len(pick_test)),
@@ -196,13 +224,15 @@ def review(cfg: DictConfig, d: dict, split, triage, routed, gnn: GNNBlocks):
 
 def like_reviewed(scores: np.ndarray, routed: np.ndarray, reviewed: np.ndarray, budget: int | None,
                   seed: int) -> np.ndarray:
-    """Indices of the routed validation hypotheses gamma is chosen on: those whose GNN score lies
-    nearest the score range of the reviewed candidates (inside it first, ties by a seeded shuffle),
-    ``budget`` of them (all routed ones when None).
+    """Indices of the validation hypotheses gamma is chosen on, among the pool ``routed`` (a mask):
+    those whose GNN score lies nearest the score range of the reviewed candidates (inside it first,
+    ties by a seeded shuffle), ``budget`` of them (the whole pool when None).
 
-    Discovery reviews the best-scored band candidates, near b*; inside the band the GNN score need
-    not rank anything, so a gamma set on another slice (e.g. the hypotheses nearest the GNN
-    threshold, ``task=run``'s ``ambiguous`` order) does not transfer to them (``review_order``)."""
+    Discovery reviews the best-scored band candidates, near b* (``discover.order=paper``; the pool
+    is the routed hypotheses), or the head of the GNN's list (``reviewed``; the pool is every
+    validation hypothesis); the GNN score need not rank anything there, so a gamma set on another
+    slice (e.g. the hypotheses nearest the GNN threshold, ``task=run``'s ``ambiguous`` order) does
+    not transfer to them (``review_order``)."""
     idx = np.flatnonzero(routed)
     if budget is None or budget >= len(idx) or len(reviewed) == 0:
         return idx
@@ -214,21 +244,30 @@ def like_reviewed(scores: np.ndarray, routed: np.ndarray, reviewed: np.ndarray, 
 
 
 def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.ndarray, reviewed: list,
-                decisions: np.ndarray) -> pl.DataFrame:
-    """The head (best ``top_k`` by GNN score) and every reviewed candidate, in HyGRAIL's order
-    (``retro.hygrail_order``), with evidence for each row."""
+                decisions: np.ndarray, order: str = "paper", fit=None) -> pl.DataFrame:
+    """The head (best ``top_k`` by GNN score: the first ``len(head_prob)`` of ``w.head``) and every
+    reviewed candidate, in HyGRAIL's order (``discover.order``: ``retro.hygrail_order`` or
+    ``retro.reviewed_order``, the latter ordering the accepted by ``calibrate.priority`` under the
+    rule as fit, ``fit``), with evidence for each row. Under ``reviewed`` a reviewed row's verdict is
+    the rule's whatever its region, and it says why (``calibrate.reason``)."""
     from hygrail.evidence.naturalize import Template
 
     graph = split.train_graph
     rows: dict[tuple[int, int], dict] = {}
-    for i, (s, t, p) in enumerate(zip(w.head.src.tolist(), w.head.dst.tolist(), head_prob.tolist())):
+    n_head = len(head_prob)
+    for i, (s, t, p) in enumerate(zip(w.head.src[:n_head].tolist(), w.head.dst[:n_head].tolist(), head_prob.tolist())):
         rows[(s, t)] = {"gnn_rank": i + 1, "score": p}
     above = w.counts.get("auto_accept", 0)
+    rule = cfg.llm.get("decision", "paper")
+    prio = calibrate.priority([r.result for r in reviewed], fit, rule,
+                              np.array([r.hypothesis.score for r in reviewed], dtype=float)) \
+        if order == "reviewed" and reviewed and fit is not None else np.full(len(reviewed), np.nan)
     for j, r in enumerate(reviewed):
         key = (r.hypothesis.src, r.hypothesis.dst)
-        # The routed head is the top of the band: every candidate above b* ranks before it.
-        rows.setdefault(key, {"gnn_rank": above + j + 1, "score": r.hypothesis.score})
-        rows[key] |= {"reviewed": r, "decision": int(decisions[j])}
+        # paper: the routed head is the top of the band: every candidate above b* ranks before it;
+        # reviewed: the reviewed ones are the GNN's head itself
+        rows.setdefault(key, {"gnn_rank": (j + 1) if order == "reviewed" else above + j + 1, "score": r.hypothesis.score})
+        rows[key] |= {"reviewed": r, "decision": int(decisions[j]), "priority": float(prio[j])}
     keys = list(rows)
     src = np.array([k[0] for k in keys], dtype=np.int64)
     dst = np.array([k[1] for k in keys], dtype=np.int64)
@@ -249,7 +288,12 @@ def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.nda
     for i, (k, reg, card) in enumerate(zip(keys, region, cards)):
         row, rev = rows[k], rows[k].get("reviewed")
         res = rev.result if rev else None
-        if reg == 1:
+        if order == "reviewed" and rev is not None:  # the rule decides a reviewed row, whatever its region
+            verdict = "accept" if row["decision"] else "reject"
+            by = (f"evidence mode: {rev.prepared.skip}" if rev.prepared.skip else
+                  calibrate.reason(res, fit, rule, row["score"]) if res and res.ok else
+                  f"LLM failed: GNN fallback ({verdict})")
+        elif reg == 1:
             verdict, by = "accept", "GNN: score above b*"
         elif reg == 0:
             verdict, by = "reject", "GNN: score below a*"
@@ -273,16 +317,23 @@ def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.nda
     gnn_order = np.argsort(table["gnn_rank"].to_numpy(), kind="stable")
     verdicts = table["verdict"].to_numpy()
     llm = np.array([k in rows and "reviewed" in rows[k] for k in keys])
-    order = hygrail_order(gnn_order, region == 1, llm & (verdicts == "accept"), llm & (verdicts == "reject"),
-                          table["confidence"].fill_null(0.0).to_numpy())
-    return table[order].with_columns(pl.Series("rank", np.arange(1, len(order) + 1)))
+    if order == "reviewed":
+        listed = reviewed_order(gnn_order, llm, verdicts == "accept",
+                                np.array([rows[k].get("priority", np.nan) for k in keys], dtype=float))
+    else:
+        listed = hygrail_order(gnn_order, region == 1, llm & (verdicts == "accept"), llm & (verdicts == "reject"),
+                               table["confidence"].fill_null(0.0).to_numpy())
+    return table[listed].with_columns(pl.Series("rank", np.arange(1, len(listed) + 1)))
 
 
 def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlocks, band: Band, w, reviewed: list,
-             decisions: np.ndarray, future, n_nodes: int):
+             decisions: np.ndarray, future, n_nodes: int, fit=None):
     """Every ranking of the whole candidate space under every condition of the retrospective grid
     (``retro``): (``retro.Retrospective``, the headline's precision@k curves, metrics). The
-    rankings: the GNN, HyGRAIL, TSH, preferential attachment, common neighbours (every edge type),
+    rankings: the GNN, HyGRAIL (in ``discover.order``'s order, the list the report shows; ``fit``:
+    the review rule as fit, which orders the accepted under ``reviewed``; paired against the GNN at
+    ``ks`` and K = the review budget, ``retro.paired_precision``), TSH, preferential attachment,
+    common neighbours (every edge type),
     for a relation between two node types the 3-path count (its common neighbours *in the
     relation* are 0 by construction: ``baselines.structural``), and the GNN's novelty-aware and
     degree-adjusted scores (``novelty``), all on the split's training graph, the graph the GNN read."""
@@ -304,15 +355,21 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
     keys = src * n_nodes + dst
     by_key = np.argsort(keys)
     llm_yes, llm_no, conf = (np.zeros(len(src), bool), np.zeros(len(src), bool), np.zeros(len(src)))
+    prio = np.full(len(src), np.nan)
     if reviewed:
         rk = np.array([r.hypothesis.src * n_nodes + r.hypothesis.dst for r in reviewed])
         at = by_key[np.searchsorted(keys[by_key], rk)]
         llm_yes[at[decisions == 1]] = True
         llm_no[at[decisions == 0]] = True
         conf[at] = [r.result.confidence if r.result and r.result.confidence is not None else 0.0 for r in reviewed]
-    auto = route(gnn.probability(w.scores), band) == 1
+        if fit is not None:
+            prio[at] = calibrate.priority([r.result for r in reviewed], fit, cfg.llm.get("decision", "paper"),
+                                          np.array([r.hypothesis.score for r in reviewed], dtype=float))
     gnn_order = ranking(w.scores, src, dst, seed)
-    order = hygrail_order(gnn_order, auto, llm_yes, llm_no, conf)
+    if d.get("order", "paper") == "reviewed":
+        order = reviewed_order(gnn_order, llm_yes | llm_no, llm_yes, prio)
+    else:
+        order = hygrail_order(gnn_order, route(gnn.probability(w.scores), band) == 1, llm_yes, llm_no, conf)
     scores["hygrail"] = np.empty(len(src))
     scores["hygrail"][order] = np.arange(len(src), 0, -1, dtype=np.float64)
     scores = {METHODS[k]: scores[k] for k in METHODS if k in scores}
@@ -323,8 +380,14 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
     result = retrospective(scores, src, dst, year, count, space.kg.degree, int(cfg.discover.cutoff), grid, d["ks"],
                            seed, int(d["degree_buckets"]))
     h, min_deg, min_count = result.headline
-    y = answers(year, count, int(cfg.discover.cutoff), h, min_count) * degree_mask(space.kg.degree, src, dst, min_deg)
+    keep = degree_mask(space.kg.degree, src, dst, min_deg)
+    y = answers(year, count, int(cfg.discover.cutoff), h, min_count) * keep
     ks = d["ks"]
+    budget = int(d["review_budget"]["candidates"])
+    paired = paired_precision(order[keep[order]], gnn_order[keep[gnn_order]], y, [*ks, *([budget] if budget else [])])
+    paired = paired.with_columns(pl.when(pl.col("K") == budget).then(pl.lit("= review budget")).otherwise(pl.lit(""))
+                                 .alias("K is"))
+    result = dataclasses.replace(result, paired=paired, order=d.get("order", "paper"))
     curves = {}
     for name, s in scores.items():
         hits = y[ranking(s, src, dst, seed)][: max(ks)]
@@ -336,6 +399,11 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
                "retro_last_year": float(future.year.max()) if len(future.year) else float("nan"),
                # the whole-space list position where HyGRAIL's list first differs from the GNN's (0: never)
                "retro_hygrail_first_differs_at": float(differ[0] + 1) if len(differ) else 0.0}
+    metrics["retro_review_budget"] = float(budget)
+    for row in paired.iter_rows(named=True):  # the paired difference to the GNN at each K (headline answers)
+        metrics |= {f"retro_hygrail_minus_gnn_precision_at_{row['K']}": row["HyGRAIL - GNN"],
+                    f"retro_hygrail_gained_at_{row['K']}": float(row["gained"]),
+                    f"retro_hygrail_lost_at_{row['K']}": float(row["lost"])}
     key = {label: k for k, label in METHODS.items()}
     for row in result.headline_rows().iter_rows(named=True):
         metrics |= {f"retro_{key[row['method']]}_{k}": float(v) for k, v in row.items()
@@ -351,11 +419,14 @@ def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float
     schema = space.kg.schema
     c = w.counts
     est = " (estimated from a uniform sample)" if w.estimated else ""
+    order = cfg.discover.get("order", "paper")
+    where = ("the best-scored routed candidates" if order == "paper" else
+             "the head of the GNN's list (its best-scored candidates, whatever their region)")
     lead = [f"{space.size:,} unobserved {schema.display_name(rel.src)}-{schema.display_name(rel.dst)} pairs scored by "
             f"{cfg.backbone.name} ({'every pair exactly' if exact else 'surrogate, then the model on a shortlist'}).",
             f"{c['auto_accept']:,} above b* (accepted without an LLM), {c['routed']:,} in the band, {c['auto_reject']:,} "
             f"below a*{est}: reviewing the whole band would take {c['routed']:,} LLM calls; {n_reviewed} were made "
-            f"here on the best-scored routed candidates.",
+            f"here on {where}.",
             "Accepted hypotheses are model-generated candidates for expert or experimental validation, not findings."]
     date = cfg.llm.get("training_data_date") or "unknown"
     facts = {"data": cfg.data.name, "relation": f"{rel.name} ({rel.label})", "backbone": cfg.backbone.name,
@@ -364,8 +435,11 @@ def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float
              "reviewer's training data up to": str(date), "seed": cfg.seed,
              "cutoff": cfg.discover.cutoff if cfg.discover.cutoff is not None else "none (all edges)",
              "band [a*, b*]": f"[{band.a:.4f}, {band.b:.4f}]", "GNN-only threshold": f"{threshold:.4f}",
-             "gamma": "n/a (no review)" if gamma is None else f"{gamma:.3f}",
-             "candidate reviews": n_reviewed, "scoring seconds": f"{metrics['discover_seconds_score']:.1f}"}
+             "gamma": "n/a (no review)" if gamma is None else _fit_text(gamma),
+             "candidate reviews": n_reviewed, "scoring seconds": f"{metrics['discover_seconds_score']:.1f}",
+             "order (discover.order)": ORDER_TEXT[order].format(
+                 n=n_reviewed, by="combined P" if cfg.llm.get("decision") == "calibrated" else "confidence"),
+             "moved by the review": _moves_text(metrics, order)}
     for part, what in (("val", "validation reviews (gamma)"), ("test", "test reviews (held-out precision)")):
         n = int(metrics.get(f"reviewer_{part}_reviewed", 0))
         facts[what] = (f"{n} ({int(metrics[f'reviewer_{part}_positives'])} true links); the LLM accepted "
@@ -387,9 +461,38 @@ def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float
     for x in warnings:
         log.warning(x)
     return {"title": f"HyGRAIL discovery: {rel.label} hypotheses ({cfg.data.name})", "lead": lead, "facts": facts,
+            "order": order,
             "trust": trust, "trust_note": f"Test part of the split: 1 true link per {cfg.split.neg_ratio} sampled "
                                           f"non-links; among the candidates true links are far rarer, so the same "
                                           f"decisions are less precise there.", "warnings": warnings}
+
+
+# The ``order`` fact: which HyGRAIL list the page shows (``retro``'s module docstring).
+ORDER_TEXT = {"paper": "paper: above b* first (GNN order), then LLM-accepted (by confidence), the rest (GNN order), "
+                       "LLM-rejected last; the reviews went to the best routed candidates, below b*",
+              "reviewed": "reviewed: the GNN's best {n} reviewed, whatever their region; accepted first (by {by}), "
+                          "the rest in GNN order, rejected below the list"}
+
+
+def _fit_text(fit) -> str:
+    """The rule as fit, for the page: gamma, or the combined model's cut (``llm.decision=calibrated``)."""
+    if isinstance(fit, calibrate.Combined):
+        return f"calibrated: accept iff combined P(true | review, GNN score) >= cut {fit.cut:.3f}"
+    return f"{fit:.3f}"
+
+
+def _moves_text(metrics: dict, order: str) -> str:
+    """How many listed hypotheses the review moved (``cards.listed_moves``) and where the list first
+    differs from the GNN's, listed and (with a cutoff) over the whole candidate space."""
+    demoted, reordered = int(metrics["discover_listed_demoted"]), int(metrics["discover_listed_reordered"])
+    first = int(metrics["discover_listed_first_differs_at"])
+    text = (f"{demoted + reordered}: {demoted} rejected moved below the list, {reordered} re-ordered; the list first "
+            f"differs from the GNN's at rank {first}" if first else "none: the list is the GNN's")
+    if "retro_hygrail_first_differs_at" in metrics:
+        whole = int(metrics["retro_hygrail_first_differs_at"])
+        text += (f" (whole candidate space: first differs at position {whole:,})" if whole
+                 else " (whole candidate space: identical)")
+    return text
 
 
 def _share(metrics: dict, prefix: str) -> str:
@@ -428,8 +531,8 @@ def precision_figure(curves: dict[str, np.ndarray], title: str):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.4))
-    # HyGRAIL's list is the GNN's until the LLM-accepted ones come (after every candidate above b*):
-    # dashed, so the two stay visible where they coincide; the GNN's novelty views dotted.
+    # HyGRAIL's list is the GNN's until the review moves something (order=paper: after every candidate
+    # above b*): dashed, so the two stay visible where they coincide; the GNN's novelty views dotted.
     for name, p in curves.items():
         style = "--" if name == METHODS["hygrail"] else ":" if name.startswith("GNN ") else "-"
         ax.plot(np.arange(1, len(p) + 1), p, style, label=name, lw=1.6)

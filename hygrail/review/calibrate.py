@@ -154,6 +154,40 @@ def decide(
     return np.where(ok, accepted, failed if failed is not None else 0).astype(np.int8)
 
 
+def reason(result: ReviewResult, fit, rule: str = "paper", score: float | None = None) -> str:
+    """Why ``rule`` as fit (γ, or a ``Combined`` with the hypothesis' GNN ``score``) accepts or rejects
+    one review with a verdict, with the numbers it compared (what a report shows beside the verdict),
+    e.g. "LLM + GNN rejected: review no, P(yes) 0.10; combined P 0.08 < cut 0.21"."""
+    ok, yes, conf = _verdicts([result])
+    if not ok[0]:
+        raise ValueError("a failed review has no reason of the rule's: it is decided by method.on_failure")
+    scores = None if score is None else np.array([float(score)])
+    accepted = bool(_accepts(ok, yes, conf, fit, rule, scores)[0])
+    verdict = "accepted" if accepted else "rejected"
+    head = f"LLM {verdict}: review {result.review}"
+    cmp = ">=" if accepted else "<"
+    if rule == "calibrated":  # the review and the GNN score decide together
+        p = float(fit.probability(conf, scores)[0])
+        return f"LLM + GNN {verdict}: review {result.review}, P(yes) {conf[0]:.2f}; combined P {p:.2f} {cmp} cut {fit.cut:.2f}"
+    if rule == "probability":
+        return f"{head}, P(yes) {conf[0]:.2f} {cmp} γ {float(fit):.2f}"
+    if not yes[0]:
+        return f"{head} (confidence {conf[0]:.2f})"
+    return f"{head}, confidence {conf[0]:.2f} {cmp} γ {float(fit):.2f}"
+
+
+def priority(results: Sequence[ReviewResult], fit, rule: str = "paper", scores: np.ndarray | None = None) -> np.ndarray:
+    """What orders accepted reviews by how sure the rule is: the combined probability under
+    ``calibrated`` (a ``Combined`` and the hypotheses' GNN ``scores``), else the review's confidence;
+    NaN for a review without a verdict."""
+    ok, _, conf = _verdicts(results)
+    if rule != "calibrated" or not ok.any():
+        return conf
+    out = np.full(len(conf), np.nan)
+    out[ok] = fit.probability(conf[ok], np.asarray(scores, dtype=float)[ok])
+    return out
+
+
 def _fixed_counts(labels: np.ndarray, ok: np.ndarray, failed: np.ndarray | None,
                   base_counts: tuple[int, int, int]) -> tuple[int, int, int]:
     """(TP, FP, FN) of the decisions fixed before the rule: ``base_counts`` plus the failed reviews'
