@@ -32,6 +32,7 @@ from hygrail.data import load_kg
 from hygrail.data.split import temporal_split
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import DataError
+from hygrail.stages import llm_config
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.llm:
         from hygrail.review.client import ReviewClient
 
-        with ReviewClient(OmegaConf.to_container(cfg.llm, resolve=True), args.cache) as client:
+        with ReviewClient(llm_config(cfg), args.cache) as client:
             prepared = mode.prepare(split.train_graph, relation, hyps, client)
     else:
         print(f"(evidence={args.evidence} has LLM pre-stages; no --llm given, so this is its template fallback)\n")

@@ -152,6 +152,15 @@ def val_gamma(r_val: np.ndarray, gnn_val: np.ndarray, y_val: np.ndarray, pick_va
                         calibration=calibration, cut=cut)
 
 
+def llm_config(cfg: DictConfig) -> dict:
+    """``cfg.llm`` as a plain dict, its ``domain`` (the reviewer's field in the prompts) taken from the
+    KG's schema unless the llm config sets one."""
+    llm = plain(cfg.llm)
+    if llm.get("domain") is None and cfg.data.schema.get("domain") is not None:
+        llm["domain"] = plain(cfg.data.schema.domain)
+    return llm
+
+
 def reviewer_for(cfg: DictConfig, mode, split: Split):
     """The reviewing stage of ``cfg.llm`` over ``mode``'s evidence from the split's training graph."""
     from hygrail.review.fewshot import choose
@@ -159,7 +168,7 @@ def reviewer_for(cfg: DictConfig, mode, split: Split):
 
     # Few-shot examples: training pairs only, fixed per (relation, seed) whatever is reviewed.
     fewshot = choose(split, plain(cfg.llm.fewshot) if cfg.llm.get("fewshot") else None, int(cfg.seed))
-    return Reviewer(plain(cfg.llm), mode, split.train_graph, split.relation, Path(cfg.paths.cache) / "llm", int(cfg.seed),
+    return Reviewer(llm_config(cfg), mode, split.train_graph, split.relation, Path(cfg.paths.cache) / "llm", int(cfg.seed),
                     fewshot)
 
 

@@ -38,3 +38,16 @@ def test_relation_files_match_schema_relations():
     # one relation file per hypothesis relation of every schema (MatKG, the benchmark's second KG)
     relations = [r for f in (CONF / "data/schema").glob("*.yaml") for r in OmegaConf.load(f).relations]
     assert sorted(_options("relation")) == sorted(relations)
+
+
+def test_the_reviewer_reads_its_field_from_the_kgs_schema_unless_the_llm_config_names_one():
+    from hygrail.stages import llm_config
+
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        hpo = compose("config", overrides=["data=hpo", "relation=hpo_dis_phe", "llm=embedded"])
+        matkg = compose("config", overrides=["llm=embedded"])
+        own = compose("config", overrides=["data=hpo", "relation=hpo_dis_phe", "llm=embedded",
+                                           "+llm.domain={expert: an expert dermatologist}"])
+    assert llm_config(hpo)["domain"]["expert"] == "an expert clinical geneticist"
+    assert llm_config(matkg).get("domain") is None  # the paper's wording, unchanged requests
+    assert llm_config(own)["domain"] == {"expert": "an expert dermatologist"}

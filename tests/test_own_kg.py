@@ -84,7 +84,7 @@ def test_a_new_users_kg_from_csv_to_a_gnn_cell(tmp_path):
         "  not a relation: GENE-GENE, 4 edges: too few for the default split (7:1:2, 20 negatives per positive)",
         "  not a relation: GENE-DISEASE, 30 edges but 345 unlinked pairs: too dense for the default split (7:1:2, 20 "
         "negatives per positive)",
-        "Edit the relation files' wording (and the schema), then:",
+        "Edit the relation files' wording and the schema's domain (the reviewer's field), then:",
         f"  {sweep} task=stats",
         f"  {sweep} relation=drug_disease method=gnn_only backbone=rgcn_plus",
     ]
@@ -92,6 +92,8 @@ def test_a_new_users_kg_from_csv_to_a_gnn_cell(tmp_path):
     assert schema == {
         "node_types": ["DRUG", "GENE", "DISEASE"],
         "display": {"DRUG": "drug", "GENE": "gene", "DISEASE": "disease"},
+        "domain": {"expert": "an expert scientist", "graph": "a knowledge graph mined from the literature",
+                   "field": "scientific", "knowledge": "established scientific knowledge"},
         "relations": {"drug_disease": {"src": "DRUG", "dst": "DISEASE"}},
         "evidence": {"DRUG": ["DRUG-GENE", "DRUG-DISEASE"], "GENE": ["GENE-DRUG", "GENE-GENE", "GENE-DISEASE"],
                      "DISEASE": ["DISEASE-DRUG", "DISEASE-GENE"]},

@@ -1,6 +1,8 @@
 import math
+from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from hygrail.review.contract import (
     Example,
@@ -159,6 +161,30 @@ def test_paper_prompt_is_unchanged_by_the_new_options():
                          'and 1}. confidence is your probability that the hypothesis is true, and review is "yes" '
                          'exactly when confidence >= 0.5.')
     assert "Solved examples" not in text
+
+
+def test_the_schemas_domain_names_the_reviewers_field_and_no_domain_is_the_papers_wording():
+    """HPO's judge was told to judge "a materials-science hypothesis"; the schema's domain replaces it.
+    Without one, B.2's wording stays word for word (MatKG's requests and cached replies unchanged)."""
+    assert system_prompt(False, "full").startswith(
+        "You are an expert materials scientist reviewing candidate hypotheses proposed by a link predictor over a "
+        "materials-science knowledge graph mined from the literature. Judge from your own scientific knowledge "
+        "whether the hypothesis is true: whether the relationship is established or strongly expected from known "
+        "chemistry, physics and materials science. Be sceptical of vague or generic links, and do not assume a link "
+        "holds merely because both entities are common.")
+    assert system_prompt(False, "compact", ("review",), "none") == (
+        'Judge if a materials-science hypothesis is true. Reply only with JSON: {"review":"yes"|"no"}.')
+    hpo = OmegaConf.to_container(OmegaConf.load(Path(__file__).parents[1] / "conf/data/schema/hpo.yaml"))["domain"]
+    compact = system_prompt(False, "compact", ("review",), "none", domain=hpo)
+    assert compact == 'Judge if a clinical-genetics hypothesis is true. Reply only with JSON: {"review":"yes"|"no"}.'
+    full = system_prompt(False, "full", domain=hpo)
+    assert full.startswith("You are an expert clinical geneticist reviewing candidate hypotheses proposed by a link "
+                           "predictor over the Human Phenotype Ontology's curated disease annotations.")
+    assert "known clinical genetics and medicine" in full and "materials" not in full
+    assert system_prompt(False, "full", domain={"expert": "an expert pharmacologist"}).startswith(
+        "You are an expert pharmacologist reviewing")  # keys left out keep the paper's words
+    with pytest.raises(ValueError, match=r"llm.domain keys \['role'\]"):
+        system_prompt(False, "full", domain={"role": "x"})
 
 
 def test_prompts_share_a_fixed_prefix_and_put_the_variable_part_last():

@@ -185,6 +185,13 @@ def schema_yaml(path: Path, types: list[str], display: dict, order: list[str], r
         f"node_types: {q(types)}   # order fixes canonical edge-type names ({q('-'.join(types[:2]))})",
         "display:        # how evidence texts name each type",
         *(f"  {q(t)}: {q(d)}" for t, d in display.items()),
+        "# The reviewer's field in the review prompts (hygrail/review/prompts.py): name yours, e.g. an expert",
+        "# pharmacologist / a drug-repurposing knowledge graph / pharmacology / known pharmacology and medicine.",
+        "domain:",
+        "  expert: an expert scientist",
+        "  graph: a knowledge graph mined from the literature",
+        "  field: scientific",
+        "  knowledge: established scientific knowledge",
         f"# Hypothesis relations: one per observed type pair {rule} can be drawn for;",
         "# task=stats splits every relation listed here.",
         "relations:" + ("" if relations else " {}"),
@@ -232,7 +239,7 @@ def report(out: Path, name: str, files: dict, relations: dict, left_out: dict) -
              f"{len(relations)} relation/*.yaml"]  # fmt: skip
     lines += [f"  relation {rel}: {e}, {why}" for rel, (e, why) in relations.items()]
     lines += [f"  not a relation: {e}, {why}" for e, why in left_out.values()]
-    lines += ["Edit the relation files' wording (and the schema), then:", f"  {sweep} task=stats"]
+    lines += ["Edit the relation files' wording and the schema's domain (the reviewer's field), then:", f"  {sweep} task=stats"]
     if relations:
         first = next(iter(relations))
         lines.append(f"  {sweep} relation={first} method=gnn_only backbone=rgcn_plus")

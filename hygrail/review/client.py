@@ -74,7 +74,7 @@ from hygrail.review.contract import (
     strip_thinking,
     trim_logprobs,
 )
-from hygrail.review.prompts import STYLES, review_messages
+from hygrail.review.prompts import STYLES, domain_words, review_messages
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +103,7 @@ DEFAULTS: dict[str, Any] = {
     "reasoning": "full",  # full (paper) | clause | none: how much free text a reply carries
     "decision": "paper",  # paper: yes and confidence >= gamma | probability: confidence >= gamma | calibrated (calibrate.py)
     "fewshot": None,  # solved training examples in the prompt prefix (hygrail/review/fewshot.py)
+    "domain": None,  # the reviewer's field, from the KG's schema (prompts.domain_words); None: the paper's
     "embedded": None,
     "serve": None,
 }
@@ -122,6 +123,7 @@ def llm_settings(llm_cfg: Mapping) -> dict:
                          ("reasoning_charset", CHARSETS)):
         if cfg[key] not in allowed:
             raise ValueError(f"llm.{key}={cfg[key]!r}: expected one of {allowed}")
+    domain_words(cfg["domain"])  # unknown keys stop here, before any request is built
     if not cfg["model"]:
         raise ValueError("llm.model is not set: expected the served model name")
     if cfg["base_url"] is None and not cfg["embedded"]:
@@ -353,7 +355,7 @@ class ReviewClient:
         cfg = self.cfg
         # A logprob judge's confidence is P(yes) at the verdict token: no stated number needed.
         fields = review_fields(self.review_first, cfg["reasoning"], stated_confidence=cfg["confidence"] == "stated")
-        messages = review_messages(request, cfg["prompt"], fields, cfg["reasoning"], examples)
+        messages = review_messages(request, cfg["prompt"], fields, cfg["reasoning"], examples, cfg["domain"])
         schema = review_schema(fields, cfg["reasoning_max_chars"], cfg["reasoning_charset"])
         return self._request(messages, schema=schema, logprobs=cfg["confidence"] == "logprob")
 

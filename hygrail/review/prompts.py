@@ -5,26 +5,39 @@ Every instruction lives in the system message and the variable part (hypothesis,
 last, so consecutive reviews share a token prefix that vLLM's and llama.cpp's prefix caches reuse.
 The `compact` style is the same contract in as few tokens as possible, for the CPU-embedded model
 whose cost is dominated by prompt tokens.
+
+The reviewer's field comes from the KG's schema (``domain:`` in conf/data/schema/<name>.yaml, passed as
+``llm.domain``): the paper's prompts say "materials scientist" and "materials science", which told
+the embedded judge reviewing HPO disease annotations to judge a "materials-science hypothesis".
+Without a domain the prompts are the paper's, word for word (``MATERIALS``), so MatKG's requests and
+their cached replies are unchanged.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from hygrail.review.contract import Example, ReviewRequest
 
 STYLES = ("full", "compact")
 
+# The paper's field (App. B.2, Fig. 6); a schema's ``domain`` replaces any of these keys.
+MATERIALS = {
+    "expert": "an expert materials scientist",
+    "graph": "a materials-science knowledge graph mined from the literature",
+    "field": "materials-science",  # as an adjective: "a materials-science hypothesis"
+    "knowledge": "known chemistry, physics and materials science",
+}
+
 _ROLE = (
-    "You are an expert materials scientist reviewing candidate hypotheses proposed by a link "
-    "predictor over a materials-science knowledge graph mined from the literature."
+    "You are {expert} reviewing candidate hypotheses proposed by a link "
+    "predictor over {graph}."
 )
 
 _NO_EVIDENCE = (
     "Judge from your own scientific knowledge whether the hypothesis is true: whether the "
-    "relationship is established or strongly expected from known chemistry, physics and "
-    "materials science. Be sceptical of vague or generic links, and do not assume a link holds "
-    "merely because both entities are common."
+    "relationship is established or strongly expected from {knowledge}. Be sceptical of vague or "
+    "generic links, and do not assume a link holds merely because both entities are common."
 )
 
 _EVIDENCE = (
@@ -51,10 +64,10 @@ _CONTRACT = (
 _CONTRACT_VERDICT = "Reply with a single-line JSON object and nothing else: {{{fields}}}."
 
 _COMPACT = (
-    "Judge if a materials-science hypothesis is true{using}. Reply only with JSON: "
+    "Judge if a {field} hypothesis is true{using}. Reply only with JSON: "
     '{{{fields}}}; confidence = probability it is true.'
 )
-_COMPACT_VERDICT = "Judge if a materials-science hypothesis is true{using}. Reply only with JSON: {{{fields}}}."
+_COMPACT_VERDICT = "Judge if a {field} hypothesis is true{using}. Reply only with JSON: {{{fields}}}."
 _COMPACT_FIELDS = {
     "review": '"review":"yes"|"no"',
     "confidence": '"confidence":0-1',
@@ -75,20 +88,31 @@ def _field_text(fields: Sequence[str], style: str, reasoning: str) -> str:
     return ("," if style == "compact" else ", ").join(texts)
 
 
+def domain_words(domain: Mapping[str, str] | None) -> dict[str, str]:
+    """The paper's field words with a schema's ``domain`` over them; unknown keys are refused."""
+    domain = dict(domain or {})
+    if unknown := sorted(set(domain) - set(MATERIALS)):
+        raise ValueError(f"llm.domain keys {unknown}: expected some of {sorted(MATERIALS)} (conf/data/schema/<name>.yaml domain:)")
+    return MATERIALS | {k: str(v) for k, v in domain.items()}
+
+
 def system_prompt(with_evidence: bool, style: str = "full", fields: Sequence[str] = PAPER_FIELDS,
-                  reasoning: str = "full", examples: Sequence[Example] = ()) -> str:
+                  reasoning: str = "full", examples: Sequence[Example] = (),
+                  domain: Mapping[str, str] | None = None) -> str:
     """Instructions, the reply contract for ``fields`` (``contract.review_fields``), then the few-shot
-    block if any. ``reasoning="clause"`` asks for one short clause instead of the style's default."""
+    block if any. ``reasoning="clause"`` asks for one short clause instead of the style's default;
+    ``domain`` names the reviewer's field (``domain_words``; None: the paper's materials science)."""
     if style not in STYLES:
         raise ValueError(f"prompt style {style!r}: expected one of {STYLES}")
     text = _field_text(fields, style, reasoning)
     stated = "confidence" in fields
+    words = domain_words(domain)
     if style == "compact":
         using = " given knowledge-graph evidence" if with_evidence else ""
-        head = (_COMPACT if stated else _COMPACT_VERDICT).format(using=using, fields=text)
+        head = (_COMPACT if stated else _COMPACT_VERDICT).format(using=using, fields=text, field=words["field"])
     else:
-        task = _EVIDENCE if with_evidence else _NO_EVIDENCE
-        head = f"{_ROLE} {task}\n\n{(_CONTRACT if stated else _CONTRACT_VERDICT).format(fields=text)}"
+        task = _EVIDENCE if with_evidence else _NO_EVIDENCE.format(**words)
+        head = f"{_ROLE.format(**words)} {task}\n\n{(_CONTRACT if stated else _CONTRACT_VERDICT).format(fields=text)}"
     if not examples:
         return head
     block = "\n\n".join(f"Example {i}:\n{user_text(e.request)}\nVerdict: {e.verdict}" for i, e in enumerate(examples, 1))
@@ -106,8 +130,10 @@ def user_text(request: ReviewRequest) -> str:
 
 
 def review_messages(request: ReviewRequest, style: str = "full", fields: Sequence[str] = PAPER_FIELDS,
-                    reasoning: str = "full", examples: Sequence[Example] = ()) -> list[dict]:
+                    reasoning: str = "full", examples: Sequence[Example] = (),
+                    domain: Mapping[str, str] | None = None) -> list[dict]:
     return [
-        {"role": "system", "content": system_prompt(request.evidence is not None, style, fields, reasoning, examples)},
+        {"role": "system", "content": system_prompt(request.evidence is not None, style, fields, reasoning, examples,
+                                                    domain)},
         {"role": "user", "content": user_text(request)},
     ]
