@@ -10,11 +10,15 @@
    same hypotheses with the paper's template evidence under the new settings (verdict only, 4
    template examples) and the previous ones (a reasoning sentence, no examples, llama.cpp's default
    polling), one server after the other, and prints the per-review speed-up with the load of each.
-3. ``--band N``: the embedded judge on N routed CHM-APL hypotheses of `make run`'s cell (val and
-   test; every band positive plus a seeded random sample of band negatives: a class-stratified
-   sample, on which AUC is unbiased): the judge's ranking AUC (P(yes)) beside the GNN score's on the
-   same hypotheses, with a paired bootstrap interval of the difference. Goal: judge >= GNN + 0.10.
-   Replies are cached under --outputs, so a rerun costs seconds.
+3. ``--band N``: the embedded judge on N routed hypotheses of `make run`'s cell (CHM-APL; the
+   overrides pick another, e.g. ``data=hpo data.subgraph_nodes=3000 relation=hpo_dis_phe
+   backbone=rgcn_plus routing=auto llm.fewshot.n=0``, `make run DATA=hpo`'s judge) (val and test;
+   every band positive, or N/2 of them when the band holds more, plus a seeded random sample of band
+   negatives: a class-stratified sample, on which AUC is unbiased): the judge's ranking AUC (P(yes))
+   beside the GNN score's on the same hypotheses, with a paired bootstrap interval of the
+   difference, and what the judge adds to the GNN (a logistic fit on the validation half, scored on
+   the test half). Goal: judge >= GNN + 0.10. Per-hypothesis rows (names, label, GNN score, P(yes))
+   go to <outputs>/bench/review_band.csv. Replies are cached under --outputs, so a rerun costs seconds.
 4. ``--frontier``: the value of review with SIMULATED reviewers (binormal, of set ranking AUC 0.5 ..
    0.9 and the oracle; no LLM) on the real routed band of each synthetic MatKG relation and backbone
    (cached triage scores): HyGRAIL test F1 minus GNN-only test F1 per rule (paper, probability,
@@ -221,9 +225,13 @@ def bench_embedded(n: int, threads: int, compare: bool, overrides: list[str], ou
 
 
 def band_sample(labels: np.ndarray, n: int, seed: int) -> np.ndarray:
-    """Every positive, then uniformly drawn negatives up to n (seeded): a class-stratified sample."""
+    """A class-stratified sample of n (seeded): every positive, or n // 2 drawn uniformly when the band
+    holds more (HPO's 3,000-node band holds 385), then uniformly drawn negatives up to n. AUC is
+    unbiased on it; a positive share is not."""
     pos, neg = np.flatnonzero(labels == 1), np.flatnonzero(labels == 0)
     rng = np.random.default_rng(seed)
+    if len(pos) > n // 2:
+        pos = rng.choice(pos, n // 2, replace=False)
     return np.sort(np.concatenate([pos, rng.choice(neg, max(0, min(len(neg), n - len(pos))), replace=False)]))
 
 
@@ -241,11 +249,12 @@ def paired_bootstrap(y: np.ndarray, a: np.ndarray, b: np.ndarray, seed: int, rep
 
 
 def bench_band(n: int, threads: int, overrides: list[str], outputs: str, seed: int) -> None:
-    """Judge vs GNN ranking AUC on routed CHM-APL hypotheses of `make run`'s cell."""
+    """Judge vs GNN ranking AUC on routed hypotheses of `make run`'s cell (CHM-APL; overrides pick
+    another, e.g. data=hpo relation=hpo_dis_phe)."""
     from sklearn.metrics import roc_auc_score
 
     from hygrail.evidence.mode import load_mode
-    from hygrail.stages import build_split, gnn_stage, hypotheses
+    from hygrail.stages import build_split, gnn_stage, hypotheses, llm_config
     from hygrail.review.fewshot import choose
     from hygrail.review.stage import Reviewer
 
@@ -261,12 +270,15 @@ def bench_band(n: int, threads: int, overrides: list[str], outputs: str, seed: i
     pick = {"val": band["val"][picked[picked < n_val]], "test": band["test"][picked[picked >= n_val] - n_val]}
     print(f"\nband [{t.band[0]:.3f}, {t.band[1]:.3f}] (GNN threshold {t.threshold:.3f}): {n_val} val + "
           f"{len(band['test'])} test routed, {int(y_all.sum())} positives; sample {len(picked)} "
-          f"(all positives + {len(picked) - int(y_all.sum())} random negatives, seed {seed}); {load()}")
-    llm = embedded_cfg(cfg, threads) if cfg.llm.get("embedded") else OmegaConf.to_container(cfg.llm, resolve=True)
+          f"({int(y_all[picked].sum())} positives + {len(picked) - int(y_all[picked].sum())} random negatives, "
+          f"seed {seed}); {load()}")
+    llm = llm_config(cfg)  # the schema's domain in the prompt, as the cell's reviewer has it
+    if llm.get("embedded") and threads:
+        llm["embedded"]["threads"] = threads
     mode = load_mode(OmegaConf.to_container(cfg.evidence, resolve=True), OmegaConf.to_container(cfg.relation.templates),
                      t.calibrated())  # the cell's validation-calibrated cuts, as run_hygrail passes them
     fewshot = choose(split, llm.get("fewshot"), int(cfg.seed))
-    y, judge, gnn, where = [], [], [], []
+    y, judge, gnn, where, pairs = [], [], [], [], []
     t0 = time.perf_counter()
     with Reviewer(llm, mode, split.train_graph, split.relation, Path(outputs) / "cache" / "llm", int(cfg.seed),
                   fewshot) as reviewer:
@@ -279,8 +291,16 @@ def bench_band(n: int, threads: int, overrides: list[str], outputs: str, seed: i
                     judge.append(r.result.confidence)
                     gnn.append(r.hypothesis.score)
                     where.append(name)
+                    pairs.append((kg.label(r.hypothesis.src), kg.label(r.hypothesis.dst)))
         usage = reviewer.client.usage()
     y, judge, gnn, where = np.array(y), np.array(judge), np.array(gnn), np.array(where)
+    import polars as pl
+
+    rows = Path(outputs) / "bench" / "review_band.csv"
+    rows.parent.mkdir(parents=True, exist_ok=True)
+    pl.DataFrame({"part": where, "left": [a for a, _ in pairs], "right": [b for _, b in pairs], "label": y,
+                  "gnn": gnn, "judge": judge}).write_csv(rows)
+    print(f"per-hypothesis rows: {rows}")
     print(f"{len(y)} reviewed with a verdict ({int(y.sum())} positives) in {time.perf_counter() - t0:.0f} s "
           f"({usage['calls']} calls, {usage['cache_hits']} cached); llm {llm['name']}, few-shot {len(fewshot)}, "
           f"reasoning {llm.get('reasoning', 'full')}")
@@ -293,6 +313,18 @@ def bench_band(n: int, threads: int, overrides: list[str], outputs: str, seed: i
         if 0 < y[sel].sum() < sel.sum():
             print(f"  {name}: judge {roc_auc_score(y[sel], judge[sel]):.3f} | GNN {roc_auc_score(y[sel], gnn[sel]):.3f} "
                   f"({int(y[sel].sum())} positives, {int(sel.sum())} hypotheses)")
+    val, test = where == "val", where == "test"
+    if 0 < y[val].sum() < val.sum() and 0 < y[test].sum() < test.sum():
+        # Does the judge add to the GNN? A logistic fit on the validation half over (GNN logit, P(yes)),
+        # as llm.decision=calibrated fits it, scored on the test half.
+        from sklearn.linear_model import LogisticRegression
+
+        from hygrail.review.calibrate import logit
+
+        x = np.column_stack([logit(gnn), logit(judge)])
+        both = LogisticRegression().fit(x[val], y[val]).decision_function(x[test])
+        print(f"  GNN + judge (logistic fit on the val half): test AUC {roc_auc_score(y[test], both):.3f} against the "
+              f"GNN's {roc_auc_score(y[test], gnn[test]):.3f} on the same test hypotheses")
     print(f"P(yes): positives median {np.median(judge[y == 1]):.3f}, negatives median {np.median(judge[y == 0]):.3f}; "
           f"'yes' verdicts {(judge >= 0.5).sum()} of {len(y)}")
     print(f"goal judge AUC >= GNN AUC + 0.10: {'met' if a_judge >= a_gnn + 0.10 else 'MISSED'}")
@@ -412,7 +444,7 @@ def break_even(aucs, gains) -> str:
 
 
 def auc_label(a: float) -> str:
-    return "oracle" if a >= 1.0 else f"{a:.1f}"
+    return "oracle" if a >= 1.0 else f"{a:g}"
 
 
 def bench_frontier(args) -> "pl.DataFrame":
