@@ -28,11 +28,13 @@ $(VENV)/.model: $(VENV)/.installed
 
 setup: $(VENV)/.installed ## create .venv and install the project (skipped when done)
 
-run: $(VENV)/.model ## the embedded default: GNN-only vs HyGRAIL-NE on synthetic MatKG, CPU only
-	$(PYTHON) -m hygrail.sweep -m experiment=default_run
-	@# --latest: default_run is a scratch experiment; a rerun with other settings replaces the table rows
-	$(PYTHON) -m hygrail.report --experiment default_run --latest --out $(OUT)/report/default_run
-	@echo "Browse the runs: make ui  (MLflow UI on http://127.0.0.1:5000, experiment default_run)"
+# make run DATA=hpo: the same comparison on a real KG (HPO disease-phenotype, real names; conf/experiment/default_run_hpo.yaml)
+RUN_EXPERIMENT = default_run$(if $(filter hpo,$(DATA)),_hpo,$(if $(DATA),$(error make run: DATA=$(DATA); expected nothing (synthetic MatKG) or DATA=hpo)))
+run: $(VENV)/.model ## the embedded default: GNN-only vs HyGRAIL-NE on synthetic MatKG (DATA=hpo: on real HPO annotations), CPU only
+	$(PYTHON) -m hygrail.sweep -m experiment=$(RUN_EXPERIMENT)
+	@# --latest: a scratch experiment; a rerun with other settings replaces the table rows
+	$(PYTHON) -m hygrail.report --experiment $(RUN_EXPERIMENT) --latest --out $(OUT)/report/$(RUN_EXPERIMENT)
+	@echo "Browse the runs: make ui  (MLflow UI on http://127.0.0.1:5000, experiment $(RUN_EXPERIMENT))"
 
 # make discover CUTOFF=   (empty): new hypotheses from the whole graph instead of the retrospective check
 CUTOFF ?= 2020

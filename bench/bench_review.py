@@ -235,6 +235,36 @@ def band_sample(labels: np.ndarray, n: int, seed: int) -> np.ndarray:
     return np.sort(np.concatenate([pos, rng.choice(neg, max(0, min(len(neg), n - len(pos))), replace=False)]))
 
 
+def curated_after(cfg, pairs: list[tuple[str, str]], date: str) -> np.ndarray:
+    """For HPO (disease name, phenotype name) pairs: whether the pair's earliest biocuration date in
+    phenotype.hpoa is after ``date`` (YYYY-MM). The KG keeps years only; a judge's training-data
+    date is a month, so the dates are read again here (the same files data=hpo read)."""
+    import polars as pl
+
+    from hygrail.data.hpo import hpo_folder
+
+    folder = hpo_folder(cfg.data.get("path"))
+    rows = pl.read_csv(folder / "phenotype.hpoa", separator="\t", comment_prefix="#", infer_schema_length=0,
+                       quote_char=None)
+    names = {}
+    term = None
+    for line in (folder / "hp.obo").read_text().splitlines():
+        if line.startswith("id: HP:"):
+            term = line[4:].strip()
+        elif line.startswith("name: ") and term:
+            names[term], term = line[6:].strip(), None
+    first = (rows.filter((pl.col("aspect") == "P") & (pl.col("qualifier").fill_null("") != "NOT"))
+             .with_columns(pl.col("hpo_id").replace_strict(names, default=None).alias("right"),
+                           # "[YYYY-MM": an ORCID curator id (0000-0002-...) holds digit runs too
+                           pl.col("biocuration").str.extract_all(r"\[\d{4}-\d{2}").list.eval(pl.element().str.slice(1))
+                           .list.min().alias("month"))
+             .group_by("database_id", "disease_name", "right").agg(pl.col("month").min()))
+    # a disease name shared by several ids is "name (id)" in the KG (hygrail/data/hpo.py)
+    month = {(n, r): m for n, r, m in first.select("disease_name", "right", "month").iter_rows()}
+    month |= {(f"{n} ({i})", r): m for i, n, r, m in first.select("database_id", "disease_name", "right", "month").iter_rows()}
+    return np.array([(month.get(p) or "") > date for p in pairs], dtype=bool)
+
+
 def paired_bootstrap(y: np.ndarray, a: np.ndarray, b: np.ndarray, seed: int, reps: int = 2000) -> tuple[float, float]:
     """90% interval of AUC(a) - AUC(b), resampling positives and negatives separately."""
     from sklearn.metrics import roc_auc_score
@@ -325,6 +355,13 @@ def bench_band(n: int, threads: int, overrides: list[str], outputs: str, seed: i
         both = LogisticRegression().fit(x[val], y[val]).decision_function(x[test])
         print(f"  GNN + judge (logistic fit on the val half): test AUC {roc_auc_score(y[test], both):.3f} against the "
               f"GNN's {roc_auc_score(y[test], gnn[test]):.3f} on the same test hypotheses")
+    if cfg.data.loader == "hpo" and llm.get("training_data_date"):
+        after = curated_after(cfg, pairs, str(llm["training_data_date"]))
+        pos_after = int((after & (y == 1)).sum())
+        print(f"contamination: {pos_after} of {int(y.sum())} sampled positives were first curated after the judge's "
+              f"training-data date {llm['training_data_date']} (the rest it may have read)"
+              + (f"; judge AUC on them against every sampled negative {roc_auc_score(y[after | (y == 0)], judge[after | (y == 0)]):.3f}"
+                 if pos_after >= 30 else "; too few for an AUC of their own (30 wanted)"))
     print(f"P(yes): positives median {np.median(judge[y == 1]):.3f}, negatives median {np.median(judge[y == 0]):.3f}; "
           f"'yes' verdicts {(judge >= 0.5).sum()} of {len(y)}")
     print(f"goal judge AUC >= GNN AUC + 0.10: {'met' if a_judge >= a_gnn + 0.10 else 'MISSED'}")
