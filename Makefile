@@ -112,6 +112,9 @@ ablation-triage: $(VENV)/.installed ## triage options: the paper backbones besid
 	$(PYTHON) -m hygrail.sweep -m experiment=$(TRIAGE_CONF) $(TRIAGE)
 	$(PYTHON) -m hygrail.sweep -m experiment=$(TRIAGE_CONF)_tsh $(TRIAGE)
 	$(PYTHON) -m hygrail.sweep -m experiment=$(TRIAGE_CONF)_structural $(TRIAGE)
+	@# the recipes only: the compatibility rows, "GNN + compatibility" and "TSH + compatibility" (conf/experiment/*_compat*.yaml)
+	$(if $(filter synthesis_recipes,$(DATA)),$(PYTHON) -m hygrail.sweep -m experiment=$(TRIAGE_CONF)_compat $(TRIAGE))
+	$(if $(filter synthesis_recipes,$(DATA)),$(PYTHON) -m hygrail.sweep -m experiment=$(TRIAGE_CONF)_compat_tsh $(TRIAGE))
 	$(PYTHON) -m hygrail.report --experiment $(TRIAGE_EXP) --out $(OUT)/report/$(TRIAGE_EXP)
 
 ablation-evidence: $(VENV)/.installed ## evidence strategies: HyKGE, ARIA, Graph2Idea beside NE/Auto/LLM (7 relations, HGT, Qwen3-4B), then their table

@@ -9,6 +9,8 @@
     .venv/bin/python bench/bench_triage.py --data hpo --subgraph-nodes 8000 --seeds 42,0,1 --diagnose \
         --methods rgcn,hgt,heteroconv,rgcn_plus,hgt_plus,heteroconv_plus,tsh,pa,cn,aa,paths3,l3,degree   # real KGs (issue #27)
     .venv/bin/python bench/bench_triage.py --data synthesis_recipes --subgraph-nodes 3000 --seeds 42,0,1 --graph-cut time ...
+    .venv/bin/python bench/bench_triage.py --data synthesis_recipes --subgraph-nodes 3000 --seeds 42,0,1 \
+        --methods heteroconv_plus,hgt_plus,rgcn_plus,tsh,heteroconv_plus+compat,hgt_plus+compat,rgcn_plus+compat,tsh+compat
     .venv/bin/python bench/bench_triage.py --ablation                         # why HGT does not learn (chm_apl)
     .venv/bin/python bench/bench_triage.py --speed --methods rgcn             # Lightning vs plain loop, s/epoch
     .venv/bin/python bench/bench_triage.py --feature-cost                     # us per pair of the link features
@@ -123,6 +125,12 @@ PLUS = ("heteroconv_plus", "hgt_plus", "rgcn_plus")
 # The baselines the best option is paired with (the best of them by validation AP, per relation).
 REFERENCES = ("tsh", "pa", "cn", "paths3")
 PLANTED = "tsh+planted"  # bench-only reference row: TSH that also reads the hidden topics (planted_scores)
+# ``<method>+compat`` (tsh, a plus backbone): the method with the compatibility descriptor (hygrail/descriptors.py),
+# TSH's method.compatible / the head's backbone.head_compatible set to the KG's entry here (the values of
+# conf/experiment/triage_options_synthesis_recipes_compat*.yaml and of discover.compatible in
+# discover_entities_synthesis_recipes.yaml): a precursor's elements other than O, C, H, N in the target's.
+COMPAT = "+compat"
+COMPATIBLE = {"synthesis_recipes": {"via": "Element", "ignore": ["O", "C", "H", "N"]}}
 
 
 def backbone_cfg(name: str, epochs: int | None = None) -> dict:
@@ -162,7 +170,17 @@ def load(data: str, workdir: Path, graph_seed: int = 0, scale: float = 1.0, subg
 
 def scores_of(method: str, split, seed: int, args, planted=None) -> tuple[np.ndarray, np.ndarray, float]:
     """(val scores, test scores, seconds) of a backbone (cached), of TSH, of a structural baseline,
-    or of TSH + planted."""
+    or of TSH + planted; ``<tsh or plus backbone>+compat`` with the compatibility descriptor on."""
+    if method.endswith(COMPAT):
+        base = method.removesuffix(COMPAT)
+        if base == "tsh":
+            from hygrail.baselines.tsh import tsh_scores
+
+            r = tsh_scores(split, tsh_config() | {"compatible": args.compatible})
+            return r.val, r.test, r.seconds
+        cfg = backbone_cfg(base, args.epochs) | {"head_compatible": args.compatible}
+        s = triage_scores(split, cfg, seed, args.cache, progress=True)
+        return s.val, s.test, s.fit_seconds
     if method == PLANTED:
         return planted_scores(split, planted, tsh_config())
     if method in STRUCTURAL:
@@ -217,7 +235,7 @@ def quality(data: str, kgs: dict, relations: list[str], methods: list[str], args
     cut as asked (``split.graph_cut=time`` on an undated relation) is left out with its reason."""
     routing = {name: OmegaConf.to_container(OmegaConf.load(CONF / f"routing/{name}.yaml")) for name in ("default", "auto")}
     print(f"\n== {data}, split.graph_cut={args.graph_cut}: " + "; ".join(f"graph seed {g}: {kg}" for g, (kg, _) in kgs.items()))
-    print(f"{'relation':<12}{'split':>9}{'graph':>6}{'seed':>5} {'method':<17}{'valAP':>6}{'testAUC':>8}{'AP':>7}{'F1':>7}{'F1h':>7}"
+    print(f"{'relation':<12}{'split':>9}{'graph':>6}{'seed':>5} {'method':<23}{'valAP':>6}{'testAUC':>8}{'AP':>7}{'F1':>7}{'F1h':>7}"
           f"{'F1*':>7}{'cell s':>7}{'band def':>9}{'band auto':>10}{'cap':>5}{'m':>7}{'n':>7}{'oracle':>8}")  # fmt: skip
     rows, kept = {}, []
     for rel in relations:
@@ -250,7 +268,7 @@ def quality(data: str, kgs: dict, relations: list[str], methods: list[str], args
                            "val_pos": int(y_val.sum()), "kind": kind, "seconds": seconds,
                            "ap_warm": average_precision_score(y_test[warm], s_test[warm]) if y_test[warm].any() else float("nan"), "warm_pos": int(y_test[warm].sum())}  # fmt: skip
                     rows[(rel, method, (graph, seed))] = row
-                    print(f"{rel:<12}{kind:>9}{graph:>6}{seed:>5} {method:<17}{row['val_ap']:>6.3f}{row['auc']:>8.3f}{row['ap']:>7.3f}"
+                    print(f"{rel:<12}{kind:>9}{graph:>6}{seed:>5} {method:<23}{row['val_ap']:>6.3f}{row['auc']:>8.3f}{row['ap']:>7.3f}"
                           f"{f1:>7.3f}{row['f1_half']:>7.3f}{row['f1_test_best']:>7.3f}{seconds:>7.1f}{share['default']:>9.1%}"
                           f"{share['auto']:>10.1%}{'yes' if auto.capped else 'no':>5}{auto.m:>7.3f}{auto.n:>7.3f}{row['oracle']:>8.3f}",
                           flush=True)  # fmt: skip
@@ -296,8 +314,9 @@ def relation_tables(rows: dict, relations: list[str], methods: list[str], reps: 
     """Per relation: every method's mean over replicates with its standard error (``standard_error``):
     test AUC, AP, F1 at the validation max-F1 threshold, the routing=auto band's share of test and the
     oracle gain (oracle F1 - F1: what a perfect reviewer of the band adds); then the paired
-    difference of the best *_plus option to the best of TSH / PA / CN / 3-paths, both chosen by
-    mean validation AP, with the standard error of the paired difference."""
+    difference of the best *_plus option (``+compat`` ones included when run) to the best of TSH / PA /
+    CN / 3-paths, both chosen by mean validation AP, with the standard error of the paired difference;
+    where ``tsh+compat`` ran, the same option minus it, and the best ``+compat`` option minus it."""
     graphs = list(dict.fromkeys(g for g, _ in reps))
     size = f"subgraph {args.subgraph_nodes} nodes" if getattr(args, "subgraph_nodes", None) else "whole graph"
     for rel in relations:
@@ -306,10 +325,10 @@ def relation_tables(rows: dict, relations: list[str], methods: list[str], reps: 
         flag = "  << RANDOM split: no edge years, easier than a temporal one" if first["kind"] == "RANDOM" else ""
         print(f"\n{rel}: split {first['kind']}{flag}; split.graph_cut={args.graph_cut}; {size}; {len(reps)} replicate(s) "
               f"{reps}, mean (SE over {over}); val/test positives {first['val_pos']}/{first['test_pos']}")
-        print(f"{'method':<17}{'valAP':>7}{'test AUC':>16}{'AP':>16}{'F1':>16}{'auto band':>11}{'oracle gain':>16}"
+        print(f"{'method':<23}{'valAP':>7}{'test AUC':>16}{'AP':>16}{'F1':>16}{'auto band':>11}{'oracle gain':>16}"
               f"{'AP warm':>16}{'cell s':>8}   (AP warm: the {first['warm_pos']} test positives with both ends seen, warm_pairs)")
         for m in methods:
-            line = f"{m:<17}{np.mean([rows[(rel, m, r)]['val_ap'] for r in reps]):>7.3f}"
+            line = f"{m:<23}{np.mean([rows[(rel, m, r)]['val_ap'] for r in reps]):>7.3f}"
             for key in ("auc", "ap", "f1", "band_auto", "gain", "ap_warm"):
                 v = {r: (rows[(rel, m, r)]["oracle"] - rows[(rel, m, r)]["f1"]) if key == "gain" else rows[(rel, m, r)][key] for r in reps}
                 se, _ = standard_error(v, graphs)
@@ -317,16 +336,26 @@ def relation_tables(rows: dict, relations: list[str], methods: list[str], reps: 
                 line += f"{mean:>11.1%}" if key == "band_auto" else f"{mean:>9.3f} ({se:.3f})"
             line += f"{np.mean([rows[(rel, m, r)]['seconds'] for r in reps]):>8.1f}"
             print(line)
-        option = best_by_validation(rows, rel, [m for m in methods if m in PLUS], reps)
+        options = [m for m in methods if m.removesuffix(COMPAT) in PLUS]
+        option = best_by_validation(rows, rel, options, reps)
         reference = best_by_validation(rows, rel, [m for m in methods if m in REFERENCES], reps)
         if option is None or reference is None:
             continue
-        line = f"best option by val AP {option} - best of {'/'.join(m for m in REFERENCES if m in methods)} by val AP {reference}:"
-        for key in ("auc", "ap", "f1"):
-            d = {r: rows[(rel, option, r)][key] - rows[(rel, reference, r)][key] for r in reps}
-            se, _ = standard_error(d, graphs)
-            line += f"  d{key.upper()} {np.mean(list(d.values())):+.3f} ({se:.3f}) [{sum(v >= 0 for v in d.values())}/{len(d)}]"
-        print(line)
+        pairs = [(f"best option by val AP {option} - best of {'/'.join(m for m in REFERENCES if m in methods)} by val AP "
+                  f"{reference}:", option, reference)]
+        tsh_compat = "tsh" + COMPAT
+        if tsh_compat in methods:  # what the option adds beyond the feature TSH reads too
+            pairs.append((f"best option by val AP {option} - {tsh_compat}:", option, tsh_compat))
+            with_feature = best_by_validation(rows, rel, [m for m in options if m.endswith(COMPAT)], reps)
+            if with_feature not in (None, option):
+                pairs.append((f"best {COMPAT} option by val AP {with_feature} - {tsh_compat}:", with_feature, tsh_compat))
+        for text, a, b in pairs:
+            line = text
+            for key in ("auc", "ap", "f1"):
+                d = {r: rows[(rel, a, r)][key] - rows[(rel, b, r)][key] for r in reps}
+                se, _ = standard_error(d, graphs)
+                line += f"  d{key.upper()} {np.mean(list(d.values())):+.3f} ({se:.3f}) [{sum(v >= 0 for v in d.values())}/{len(d)}]"
+            print(line)
 
 
 def diagnostics(split, graph: int) -> None:
@@ -371,10 +400,10 @@ def summary(rows: dict, relations: list[str], methods: list[str], reps: list[tup
     graphs = list(dict.fromkeys(g for g, _ in reps))
     seeds = list(dict.fromkeys(s for _, s in reps))
     print(f"\n{len(reps)} replicate(s) (graph seed, split seed): {reps}; relation values are means over them")
-    print(f"{'method':<17}{'valAP':>7}{'AUC':>7}{'AP':>7}{'F1':>7}{'F1h':>7}{'auto band':>10}{'oracle-F1':>10}"
+    print(f"{'method':<23}{'valAP':>7}{'AUC':>7}{'AP':>7}{'F1':>7}{'F1h':>7}{'auto band':>10}{'oracle-F1':>10}"
           "  AP >= TSH  F1 >= TSH  F1h >= TSH  band in 25-55%")  # fmt: skip
     for m in methods:
-        line = (f"{m:<17}" + "".join(f"{np.mean([mean(r, m, k) for r in relations]):>7.3f}" for k in ("val_ap", "auc", "ap", "f1", "f1_half"))
+        line = (f"{m:<23}" + "".join(f"{np.mean([mean(r, m, k) for r in relations]):>7.3f}" for k in ("val_ap", "auc", "ap", "f1", "f1_half"))
                 + f"{np.mean([mean(r, m, 'band_auto') for r in relations]):>10.1%}"
                 + f"{np.mean([mean(r, m, 'oracle') - mean(r, m, 'f1') for r in relations]):>+10.3f}")  # fmt: skip
         wins = {k: "-" for k in ("ap", "f1", "f1_half")}
@@ -504,8 +533,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="matkg_synthetic,biokg", help="comma list: matkg_synthetic, biokg, hpo, synthesis_recipes")
     ap.add_argument("--relations", default=None, help="comma list (default: all of each KG)")
-    ap.add_argument("--methods", default=METHODS, help=f"comma list: backbones (conf/backbone), tsh, {PLANTED}, and the "
-                    f"structural baselines {','.join(STRUCTURAL)}")
+    ap.add_argument("--methods", default=METHODS, help=f"comma list: backbones (conf/backbone), tsh, {PLANTED}, the "
+                    f"structural baselines {','.join(STRUCTURAL)}, and tsh{COMPAT} / <plus backbone>{COMPAT} (the "
+                    f"compatibility descriptor on; --data {', '.join(COMPATIBLE)})")
     ap.add_argument("--epochs", type=int, default=None, help="override every backbone's epochs (quick looks)")
     ap.add_argument("--seeds", default="42", help="comma list; quality tables average over them (the ablation and --speed use the first)")
     ap.add_argument("--graph-seeds", default=None, help="comma list of generator seeds: each draws another KG (default 0: "
@@ -534,6 +564,12 @@ def main() -> None:
         ap.error(f"--data {','.join(sorted(unknown))}: expected some of {', '.join(RELATIONS)}")
     if args.subgraph_nodes and set(args.data.split(",")) - set(REAL_RELATIONS):
         ap.error(f"--subgraph-nodes samples a real KG ({', '.join(REAL_RELATIONS)}); the synthetic ones have --scale")
+    compat = [m for m in args.methods.split(",") if m.endswith(COMPAT)]
+    if stray := [m for m in compat if m.removesuffix(COMPAT) not in ("tsh", *PLUS)]:
+        ap.error(f"--methods {','.join(stray)}: {COMPAT} goes with tsh or a plus backbone ({', '.join(PLUS)})")
+    if compat and (lacking := set(args.data.split(",")) - set(COMPATIBLE)):
+        ap.error(f"--methods {','.join(compat)}: no compatibility setting for --data {','.join(sorted(lacking))}; "
+                 f"expected {', '.join(COMPATIBLE)} (COMPATIBLE in this script)")
     if PLANTED in args.methods.split(",") and args.data != "matkg_synthetic":
         ap.error(f"--methods {PLANTED} reads the synthetic MatKG's planted topics; pass --data matkg_synthetic")
     args.seeds = [int(x) for x in args.seeds.split(",")]
@@ -559,6 +595,7 @@ def main() -> None:
                 continue
             graph_seeds = [int(x) for x in (args.graph_seeds or ("42" if data in REAL_RELATIONS else "0")).split(",")]
             kgs = {g: load(data, Path(tmp), g, args.scale, args.subgraph_nodes) for g in graph_seeds}
+            args.compatible = COMPATIBLE.get(data)
             quality(data, kgs, relations, methods, args)
 
 

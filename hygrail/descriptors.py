@@ -8,6 +8,15 @@ preferential attachment, count-weighted common neighbours, shortest-path length 
 every type; plus the cosine similarity of the two entity names' embeddings (``hygrail.names``) when
 ``embedding`` is on. ``design`` is the classifier's input: log1p of the heavy-tailed descriptors.
 
+Compatibility (``compatibility``; off unless a config names ``compatible: {via: <node type>, ignore:
+[names]}``, the shape of ``discover.compatible``): containment of the candidate's typed neighbour set
+in the source's. For a pair (u, v), with N(x) the neighbours of x of type ``via`` less the nodes named
+in ``ignore``, ``compatible_share`` = |N(v) ∩ N(u)| / |N(v)| (1 when N(v) is empty) and
+``compatible_all`` = 1 iff N(v) ⊆ N(u). On the synthesis recipes (via Element, ignore O, C, H, N) it
+is the chemist's first filter: a precursor's elements other than the anion-forming and volatile ones
+occur in the target (96% of test positives, 67% of test negatives on the 3,000-node sample, seed 42).
+One sparse product per call, no loop per pair (``compatibility``, ``compatibility_block``).
+
 Vectorised with sparse row products on the CSR adjacency, by batches of source nodes (see
 ``descriptors``); the full-release-size synthetic MatKG (70k nodes, 2.7 M edges, 335k val+test
 pairs) took 42 s on one core of a busy 2-core machine (chm_apl, no name embedding).
@@ -25,6 +34,7 @@ from hygrail.kg import KG, DataError
 from hygrail.names import embed_names, name_similarity
 
 NAME_SIMILARITY = "name_similarity"
+COMPATIBILITY = ("compatible_share", "compatible_all")  # bounded in [0, 1]: design keeps them as they are
 
 
 def design(feats: pl.DataFrame) -> np.ndarray:
@@ -35,31 +45,88 @@ def design(feats: pl.DataFrame) -> np.ndarray:
 
 
 def design_width(cfg: Mapping) -> int:
-    """Columns of ``design``: the descriptors, and the name similarity if on."""
-    return len(descriptor_names(int(cfg.get("max_hops", 3)))) + bool(cfg.get("embedding", True))
+    """Columns of ``design``: the descriptors, the name similarity if on, the compatibility if named."""
+    return (len(descriptor_names(int(cfg.get("max_hops", 3)))) + bool(cfg.get("embedding", True))
+            + (len(COMPATIBILITY) if cfg.get("compatible") else 0))
 
 
-def pair_features(kg: KG, src: np.ndarray, dst: np.ndarray, cfg: Mapping) -> pl.DataFrame:
-    """Topological descriptors, plus the name similarity when ``cfg["embedding"]`` is on."""
+def pair_features(kg: KG, src: np.ndarray, dst: np.ndarray, cfg: Mapping, option: str = "method.compatible") -> pl.DataFrame:
+    """Topological descriptors, plus the name similarity when ``cfg["embedding"]`` is on, plus the
+    compatibility columns when ``cfg["compatible"]`` names them (``option``: its name in errors)."""
     feats = descriptors(kg, src, dst, int(cfg.get("max_hops", 3)), int(cfg.get("batch_size", 256)))
-    if not cfg.get("embedding", True):
-        return feats
-    names = kg.names
-    sim = name_similarity([names[i] for i in src], [names[i] for i in dst], str(cfg["embedding_model"]))
-    return feats.with_columns(pl.Series(NAME_SIMILARITY, sim))
+    if cfg.get("embedding", True):
+        names = kg.names
+        sim = name_similarity([names[i] for i in src], [names[i] for i in dst], str(cfg["embedding_model"]))
+        feats = feats.with_columns(pl.Series(NAME_SIMILARITY, sim))
+    if cfg.get("compatible"):
+        feats = pl.concat([feats, compatibility(kg, src, dst, cfg["compatible"], option)], how="horizontal")
+    return feats
 
 
-def block_features(kg: KG, src: np.ndarray, dst: np.ndarray, cfg: Mapping) -> pl.DataFrame:
+def block_features(kg: KG, src: np.ndarray, dst: np.ndarray, cfg: Mapping, option: str = "method.compatible") -> pl.DataFrame:
     """``pair_features`` of every pair (src[i], dst[j]), src-major (row i * len(dst) + j); the name
-    similarity is one product of the two sides' embeddings instead of one lookup per pair."""
+    similarity and the compatibility are one product of the two sides each instead of one lookup per pair."""
     src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
     feats = descriptors(kg, np.repeat(src, len(dst)), np.tile(dst, len(src)), int(cfg.get("max_hops", 3)),
                         int(cfg.get("batch_size", 256)))  # fmt: skip
-    if not cfg.get("embedding", True):
-        return feats
-    names, model = kg.names, str(cfg["embedding_model"])
-    sim = embed_names([names[i] for i in src], model) @ embed_names([names[i] for i in dst], model).T
-    return feats.with_columns(pl.Series(NAME_SIMILARITY, np.clip(sim, -1.0, 1.0).ravel()))
+    if cfg.get("embedding", True):
+        names, model = kg.names, str(cfg["embedding_model"])
+        sim = embed_names([names[i] for i in src], model) @ embed_names([names[i] for i in dst], model).T
+        feats = feats.with_columns(pl.Series(NAME_SIMILARITY, np.clip(sim, -1.0, 1.0).ravel()))
+    if cfg.get("compatible"):
+        feats = pl.concat([feats, compatibility_block(kg, src, dst, cfg["compatible"], option)], how="horizontal")
+    return feats
+
+
+# -- compatibility (module docstring) --------------------------------------------------------------
+def compatible_sets(kg: KG, compatible: Mapping, option: str = "compatible") -> sp.csr_matrix:
+    """node x (nodes of type ``compatible["via"]`` not named in ``compatible["ignore"]``), 1.0 where the
+    node links to it (any edge type): every node's typed neighbour set N(x). One-line errors name
+    ``option`` for an unknown node type and for an ignored name that is no node of that type (on a
+    subgraph sample: of the graph it was drawn from, ``KG.source_nodes``; a name the sample dropped has
+    nothing to ignore)."""
+    if not isinstance(compatible, Mapping) or not compatible.get("via"):
+        raise DataError(f"{option}={compatible!r}; expected {{via: <node type>, ignore: [<names of that type>]}}")
+    via, ignore = compatible["via"], compatible.get("ignore") or []
+    types = list(kg.schema.node_types)
+    if via not in types:
+        raise DataError(f"{option}.via={via!r}: no such node type; expected one of {', '.join(types)}")
+    if isinstance(ignore, str):
+        ignore = [ignore]
+    nodes = kg.nodes_of_type(via)
+    names = np.array(kg.names, dtype=object)
+    source = kg.source_nodes
+    known = set(names[nodes]) if source is None else set(source.filter(pl.col("type") == via)["name"].to_list())
+    bad = [x for x in ignore if not isinstance(x, str) or x not in known]
+    if bad:
+        raise DataError(f"{option}.ignore: {', '.join(repr(x) for x in bad)} {'is' if len(bad) == 1 else 'are'} no {via} "
+                        f"node; expected names of {via} nodes, e.g. {', '.join(sorted(known)[:8]) or 'none (the graph has none)'}")
+    kept = nodes[~np.isin(names[nodes], list(ignore))]
+    has = (kg.adjacency[:, kept] != 0).astype(np.float64).tocsr()  # adj.data are edge ids: structure only
+    has.sum_duplicates()
+    return has
+
+
+def compatibility(kg: KG, src: np.ndarray, dst: np.ndarray, compatible: Mapping, option: str = "compatible") -> pl.DataFrame:
+    """``COMPATIBILITY`` columns of each pair (src[i], dst[i]) (module docstring): N(dst) in N(src)."""
+    has = compatible_sets(kg, compatible, option)
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    shared = _rowdot(has[src], has[dst])
+    return _compatibility_frame(shared, np.diff(has.indptr)[dst].astype(np.float64))
+
+
+def compatibility_block(kg: KG, src: np.ndarray, dst: np.ndarray, compatible: Mapping,
+                        option: str = "compatible") -> pl.DataFrame:
+    """``compatibility`` of every pair (src[i], dst[j]), src-major: one product of the two sides' sets."""
+    has = compatible_sets(kg, compatible, option)
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    shared = np.asarray((has[src] @ has[dst].T).todense(), dtype=np.float64).ravel()
+    return _compatibility_frame(shared, np.tile(np.diff(has.indptr)[dst].astype(np.float64), len(src)))
+
+
+def _compatibility_frame(shared: np.ndarray, need: np.ndarray) -> pl.DataFrame:
+    share = np.divide(shared, need, out=np.ones_like(shared), where=need > 0)
+    return pl.DataFrame(dict(zip(COMPATIBILITY, (share, (shared == need).astype(np.float64)), strict=True)))
 
 
 def descriptor_names(max_hops: int = 3) -> tuple[str, ...]:
@@ -149,5 +216,6 @@ def _rowdot(x: sp.spmatrix, y: sp.spmatrix) -> np.ndarray:
 
 def design_frame(feats: pl.DataFrame) -> pl.DataFrame:
     """log1p of the (non-negative, heavy-tailed) topological descriptors so that hubs do not
-    dominate a linear model; monotone, so harmless for the bounded ones. Similarity stays as is."""
-    return feats.with_columns(pl.exclude(NAME_SIMILARITY).cast(pl.Float64).log1p())
+    dominate a linear model; monotone, so harmless for the bounded ones. Similarity and compatibility
+    (bounded, not counts) stay as they are."""
+    return feats.with_columns(pl.exclude(NAME_SIMILARITY, *COMPATIBILITY).cast(pl.Float64).log1p())

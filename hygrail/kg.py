@@ -155,6 +155,10 @@ class KG:
             if ancestors.shape != (self.num_nodes, self.num_nodes):
                 raise ValueError(f"ancestors is {ancestors.shape}; expected ({self.num_nodes}, {self.num_nodes})")
         self.ancestors = ancestors
+        # A subgraph sample's source nodes (name, type), kept by reference (``data.subgraph``); None when
+        # this KG is not a sample. A check of a configured name (a descriptor's ignored names) reads it,
+        # so that a name the sample happened to drop is not taken for a typo.
+        self.source_nodes: pl.DataFrame | None = None
 
     # -- basic views -------------------------------------------------------------------------
     @property
@@ -287,7 +291,9 @@ class KG:
     # -- derived graphs ----------------------------------------------------------------------
     def _derived(self, edges: pl.DataFrame, masked: pl.DataFrame | None = None) -> "KG":
         masked = self.masked if masked is None else pl.concat([self.masked, masked.select("u", "v")])
-        return KG(self.schema, self.nodes, edges, masked, self.ancestors)
+        out = KG(self.schema, self.nodes, edges, masked, self.ancestors)
+        out.source_nodes = self.source_nodes
+        return out
 
     def without_edges(self, edge_ids: np.ndarray) -> "KG":
         """Same nodes (same ids), minus the given edges: e.g. the training graph of a split."""

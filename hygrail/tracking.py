@@ -332,9 +332,10 @@ def log_cell(cfg: DictConfig, result, sweep: str | None) -> str:
 
 def method_label(cfg: DictConfig) -> str:
     """The paper's row names (Table 2): GNN, HyGRAIL-NE/-Auto/-LLM, TSH, KG-FM, and the structural
-    baselines' (hygrail/baselines/structural.py). A decision threshold other than the paper's max-F1
-    (``routing.threshold``) is named in brackets, "GNN (half_max_f1)", so a sweep over the rule gives
-    rows side by side; KG-FM decides without one."""
+    baselines' (hygrail/baselines/structural.py); " + compatibility" where the compatibility
+    descriptor is on (TSH's ``method.compatible``, a plus backbone's ``backbone.head_compatible``). A
+    decision threshold other than the paper's max-F1 (``routing.threshold``) is named in brackets,
+    "GNN (half_max_f1)", so a sweep over the rule gives rows side by side; KG-FM decides without one."""
     m = cfg.method.name
     if m == "hygrail":
         label = str(cfg.evidence.label)  # each evidence mode names its row (conf/evidence/*.yaml)
@@ -344,6 +345,10 @@ def method_label(cfg: DictConfig) -> str:
         label = heuristic_label(cfg.method)  # PA, CN, AA, 3-paths, L3, degree prior
     else:
         label = {"gnn_only": "GNN", "tsh": "TSH", "kgfm": "KG-FM"}.get(m, m)
+    # the compatibility descriptor (hygrail/descriptors.py) is an option with rows of its own: "TSH +
+    # compatibility" beside "TSH", "GNN + compatibility" beside "GNN" (a plus backbone's head reads it)
+    if (m == "tsh" and cfg.method.get("compatible")) or (m in ("gnn_only", "hygrail") and cfg.backbone.get("head_compatible")):
+        label += " + compatibility"
     rule = cfg.routing.threshold
     label = label if m == "kgfm" or rule == "max_f1" else f"{label} ({rule})"
     # split.graph_cut=time is another protocol than the paper's: its rows carry it

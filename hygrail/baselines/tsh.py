@@ -27,6 +27,12 @@ the others; TSH's reported validation scores are those, and the classifier that 
 still fit on all of validation. ``in_sample`` keeps the rule of the first implementation
 (threshold on the fitted rows' own scores), as a named option for reproducing older tables.
 
+``compatible`` ({via, ignore}; absent: off, today's TSH): the classifier also reads the two
+compatibility columns of ``hygrail.descriptors`` (containment of the candidate's typed neighbours in
+the source's). A reference row of its own, "TSH + compatibility": what TSH gains from the feature a
+plus backbone's head can read too (``backbone.head_compatible``), so that an option's lead over TSH is
+not the feature's alone.
+
 Each cell logs its own time as tsh_fit_seconds (descriptors, embeddings and fit).
 """
 

@@ -109,4 +109,6 @@ def induced_subgraph(kg: KG, keep: np.ndarray) -> KG:
     masked = pl.DataFrame({"u": mu[m_in], "v": mv[m_in]})
     # A closed hierarchy stays closed on a node subset: an ancestor reached through a dropped node is kept.
     ancestors = None if kg.ancestors is None else kg.ancestors[keep][:, keep]
-    return KG(kg.schema, kg.nodes[keep].select("name", "type"), edges, masked, ancestors)
+    out = KG(kg.schema, kg.nodes[keep].select("name", "type"), edges, masked, ancestors)
+    out.source_nodes = kg.nodes.select("name", "type") if kg.source_nodes is None else kg.source_nodes
+    return out

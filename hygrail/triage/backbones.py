@@ -331,30 +331,43 @@ class ValidationHead(nn.Module):
 
 
 HEAD_INPUTS = ("auto", "tsh", "link")
+HEAD_COMPATIBLE = "backbone.head_compatible"  # the option's name in errors
 
 
 class HeadPairs:
-    """Pair features of a plus backbone whose validation head reads TSH's inputs: ``link_features``
-    (the MLP's), then ``hygrail.descriptors.design`` (log1p local descriptors, and the entity
-    names' similarity under the node inputs' sentence encoder ``names``, if any; TSH's other
-    settings at their defaults). Only scored pairs need the second part: training pairs get
-    ``PlusNet.fold_features``. Block cost in bench_triage.py --feature-cost."""
+    """Pair features of a plus backbone whose validation head reads more than the MLP's inputs:
+    ``link_features`` (the MLP's), then, with ``tsh``, ``hygrail.descriptors.design`` (log1p local
+    descriptors, and the entity names' similarity under the node inputs' sentence encoder ``names``,
+    if any; TSH's other settings at their defaults), then, with ``compatible`` ({via, ignore}), the
+    two ``descriptors.COMPATIBILITY`` columns. Only scored pairs need the parts after the first:
+    training pairs get ``PlusNet.fold_features``. Block cost in bench_triage.py --feature-cost."""
 
-    def __init__(self, names: str | None):
+    def __init__(self, names: str | None, tsh: bool = True, compatible: dict | None = None):
         self.cfg = {"embedding": bool(names), "embedding_model": names}
-        self.width = descriptors.design_width(self.cfg)
+        self.tsh, self.compatible = tsh, compatible
+        self.tsh_width = descriptors.design_width(self.cfg) if tsh else 0
+        self.width = self.tsh_width + (len(descriptors.COMPATIBILITY) if compatible else 0)
 
     def __call__(self, kg, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        ours = descriptors.design(descriptors.pair_features(kg, src, dst, self.cfg))
-        return np.hstack([link_features(kg, src, dst), ours]).astype(np.float32)
+        parts = [link_features(kg, src, dst)]
+        if self.tsh:
+            parts.append(descriptors.design(descriptors.pair_features(kg, src, dst, self.cfg)))
+        if self.compatible:
+            parts.append(descriptors.design(descriptors.compatibility(kg, src, dst, self.compatible, HEAD_COMPATIBLE)))
+        return np.hstack(parts).astype(np.float32)
 
     def blocks(self, kg, dst: np.ndarray):
         """``block_features``: every pair of sources x ``dst``, as ``LinkBlocks`` does for the first part."""
         link, dst = LinkBlocks(kg, dst), np.asarray(dst, dtype=np.int64)
 
         def features(src: np.ndarray) -> np.ndarray:
-            ours = descriptors.design(descriptors.block_features(kg, src, dst, self.cfg)).reshape(len(src), len(dst), -1)
-            return np.concatenate([link(src), ours.astype(np.float32)], axis=-1)
+            parts = [link(src)]
+            if self.tsh:
+                parts.append(descriptors.design(descriptors.block_features(kg, src, dst, self.cfg)))
+            if self.compatible:
+                parts.append(descriptors.design(descriptors.compatibility_block(kg, src, dst, self.compatible, HEAD_COMPATIBLE)))
+            rest = [p.reshape(len(src), len(dst), -1).astype(np.float32) for p in parts[1:]]
+            return np.concatenate([parts[0], *rest], axis=-1)
 
         return features
 
@@ -390,6 +403,10 @@ class PlusNet(nn.Module):
       comparison the link set, which leans on it most, was kept in 4 of 5 / 6 of 15 replicates, and
       was the better set on test in 0 of 5 / 1 of 15 (experiments/triage.md). ``head_repeats`` fold
       partitions are averaged in that comparison (``ValidationHead``).
+    - ``head_compatible`` ({via, ignore}; absent: off, today's head): the two compatibility columns
+      of ``hygrail.descriptors`` join both input sets of the head (not the MLP, not the comparison's
+      difference: both sets carry them). A named option with its own rows (bench_triage.py
+      ``<backbone>+compat``; "GNN + compatibility" in the report) beside TSH with the same columns.
     """
 
     pair_features = staticmethod(link_features)
@@ -415,6 +432,7 @@ class PlusNet(nn.Module):
         head_repeats: int = 1,
         names: str | None = None,
         decoder: str = "mlp",
+        head_compatible: dict | None = None,
     ):
         super().__init__()
         self.relation, self.name_dim, self.kind, self.hidden = relation, name_dim, encoder, hidden
@@ -437,20 +455,26 @@ class PlusNet(nn.Module):
             raise ValueError(f"decoder={decoder!r}; expected mlp or cosine")
         if head_inputs not in HEAD_INPUTS:
             raise DataError(f"backbone.head_inputs={head_inputs!r}; expected one of {', '.join(HEAD_INPUTS)}")
+        if head_compatible and not head_folds:
+            raise DataError(f"{HEAD_COMPATIBLE}={head_compatible!r} is read by the validation head; this backbone has none "
+                            f"(head_folds={head_folds}, decoder={decoder}): set head_folds > 0 or drop it")
         n_read = n_pair + (1 if name_dim else 0)  # link features and name cosine: the MLP's pair inputs
         self.head_set = head_inputs if head_folds else "link"
-        n_tsh = 0
-        if self.head_set != "link":  # pair features = [link features | TSH's design]; the MLP reads the first part
-            pairs = HeadPairs(names)
+        n_tsh, n_compat = 0, 0
+        if self.head_set != "link" or head_compatible:
+            # pair features = [link features | TSH's design | compatibility]; the MLP reads the first part
+            pairs = HeadPairs(names, tsh=self.head_set != "link", compatible=dict(head_compatible) if head_compatible else None)
             self.pair_features, self.block_features = pairs, pairs.blocks
-            n_tsh = pairs.width
+            n_tsh, n_compat = pairs.tsh_width, pairs.width - pairs.tsh_width
         self.scale = FeatureScale(n_pair)
         width = (3 if endpoints else 1) * hidden + n_read
         self.mlp = MLP([width, *mlp_hidden, 1], dropout=dropout, norm=None)
-        # head columns: [logit, link features + name cosine, TSH design (unscaled: the head standardises)]
-        sets = {"link": list(range(1 + n_read)), "tsh": [0] + list(range(1 + n_read, 1 + n_read + n_tsh))}
+        # head columns: [logit, link features + name cosine, TSH design, compatibility (unscaled: the head
+        # standardises)]; the compatibility columns join whichever set the head reads
+        compat = list(range(1 + n_read + n_tsh, 1 + n_read + n_tsh + n_compat))
+        sets = {"link": list(range(1 + n_read)) + compat, "tsh": [0] + list(range(1 + n_read, 1 + n_read + n_tsh)) + compat}
         candidates = sets if self.head_set == "auto" else {self.head_set: sets[self.head_set]}
-        n_head = 1 + n_read + n_tsh
+        n_head = 1 + n_read + n_tsh + n_compat
         # the sets are compared without the logit: its epoch was chosen on validation AP (docstring)
         self.head = (ValidationHead(n_head, int(head_folds), float(head_C), candidates, compare_without=(0,), repeats=head_repeats)
                      if head_folds else None)
@@ -475,7 +499,8 @@ class PlusNet(nn.Module):
 
     def head_inputs(self, graph: HeteroData, z: dict[str, Tensor], src: Tensor, dst: Tensor, pair_feats: Tensor) -> Tensor:
         """The head's inputs: [decoder logit, standardised link features, name cosine, TSH's design
-        (unless ``head_inputs: link``)]; column 0 alone is the decoder's output."""
+        (unless ``head_inputs: link``), the compatibility (with ``head_compatible``)]; column 0 alone is
+        the decoder's output."""
         s, d = self.relation
         ls, ld = graph.local_index[src], graph.local_index[dst]
         zs, zd = z[s][ls], z[d][ld]

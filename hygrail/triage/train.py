@@ -279,7 +279,8 @@ def reads(cfg: Mapping) -> dict[str, bool]:
     hold each node's first and last edge year (``features.node_statistics``), and their name
     embeddings and the head's name similarity read the node names (``names``)."""
     plus = str(cfg.get("name", "")).endswith("_plus")
-    return {"years": plus, "names": plus and bool(cfg.get("names"))}
+    # head_compatible ignores nodes by name: a renamed node can change what it ignores
+    return {"years": plus, "names": plus and (bool(cfg.get("names")) or bool(cfg.get("head_compatible")))}
 
 
 def cache_key(split: Split, cfg: Mapping, seed: int) -> str:
@@ -316,8 +317,14 @@ def cache_key(split: Split, cfg: Mapping, seed: int) -> str:
 def keyed_config(split: Split, cfg: Mapping) -> dict:
     """The config as the cache key reads it: ``training`` and ``batch_pairs`` give way to the plan
     they resolve to (``batch_plan``), so ``auto`` shares its entry with the mode it picks and a
-    full-batch run keeps the key it had before the options existed."""
-    out = {k: v for k, v in cfg.items() if k not in ("training", "batch_pairs")}
+    full-batch run keeps the key it had before the options existed. ``head_compatible`` enters only
+    when on (its ignored names as a set), so a config without it, or with it null, keeps its key."""
+    out = {k: v for k, v in cfg.items() if k not in ("training", "batch_pairs", "head_compatible")}
+    if compatible := cfg.get("head_compatible"):
+        if isinstance(compatible, Mapping):
+            ignore = compatible.get("ignore") or []
+            compatible = dict(compatible) | {"ignore": sorted(map(str, [ignore] if isinstance(ignore, str) else ignore))}
+        out["head_compatible"] = compatible
     plan = batch_plan(split, cfg)
     return out if plan is None else out | {"batch_pairs": plan}
 
