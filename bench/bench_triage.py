@@ -21,8 +21,8 @@ each KG anew per generator seed: at paper size a relation has 28-124 test positi
 cannot separate methods 0.02 AP apart. Split seeds (``--seeds``) redraw negatives, training and head
 folds but keep the graph's test positives, so independent graphs are the replicates the standard
 errors count; split seeds still matter for F1, whose validation max-F1 threshold moves with the
-draw (heteroconv_plus - TSH on CHM-APL: F1 +0.035 with split seed 42 alone, -0.029 over 42, 0, 1;
-README), so F1 comparisons use several (``--seeds 42,0,1``). Trained scores are cached
+draw (heteroconv_plus - TSH on CHM-APL, graphs 0-4: F1 +0.002 with split seed 42 alone, +0.022 over 42, 0, 1,
+where before 8bc43a3 it read +0.035 and -0.029; experiments/triage.md), so F1 comparisons use several (``--seeds 42,0,1``). Trained scores are cached
 under --cache (the pipeline's cache, keyed by split + config + seed), so a rerun only recomputes
 what changed.
 
@@ -76,8 +76,8 @@ the band's decision), so that "the band holds the hard cases" is measured, not a
 descriptors plus the generator's hidden pair structure (shared topic and niche, related topics:
 ``Planted.pair_structure``), fit on validation as TSH is. It says how far above TSH a ranking can
 get on this KG when it knows the topics, and the summary prints the share of that AP headroom
-each option takes. Measured (README, triage; graphs 0-4, split seed 42): +0.052 AP at paper size,
-of which heteroconv_plus takes 32%; +0.041 at data.scale 2, of which it takes 2%.
+each option takes. Measured (experiments/triage.md; graphs 0-4, split seed 42, after 8bc43a3): +0.052 AP
+at paper size, of which heteroconv_plus takes 39%; +0.041 at data.scale 2, of which it takes 11%.
 
 --ablation trains HGT on chm_apl step by step from the paper's setting to hgt_plus:
 paper; + leak-free folds, fresh negatives, selection on val AP; + informative node inputs (still
