@@ -39,7 +39,7 @@ run: $(VENV)/.model ## the embedded default: GNN-only vs HyGRAIL-NE on synthetic
 # make discover CUTOFF=   (empty): new hypotheses from the whole graph instead of the retrospective check
 CUTOFF ?= 2020
 discover: $(VENV)/.model ## ranked CHM-APL hypotheses with evidence cards (HTML), scored against edges dated after CUTOFF=2020; embedded reviewer
-	$(PYTHON) -m hygrail.sweep task=discover relation=chm_apl backbone=rgcn llm=embedded llm.reasoning=clause llm.max_tokens=48 discover.cutoff=$(if $(CUTOFF),$(CUTOFF),null)
+	$(PYTHON) -m hygrail.sweep task=discover relation=chm_apl backbone=rgcn llm=embedded llm.embedded.threads=1 llm.reasoning=clause llm.max_tokens=48 discover.cutoff=$(if $(CUTOFF),$(CUTOFF),null)
 
 test: $(VENV)/.installed ## fast tests (what CI runs)
 	$(BIN)/pytest -m "not slow" -q
