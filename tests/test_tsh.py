@@ -237,3 +237,30 @@ def test_threshold_is_chosen_on_out_of_fold_validation_scores():
     np.testing.assert_array_equal(oof.test, old.test)  # one classifier, fit on all of validation, scores test
     with pytest.raises(DataError, match="threshold_scores='peek'"):
         tsh_scores(split, TOPO | {"threshold_scores": "peek"})
+
+
+def test_name_vectors_are_kept_on_disk_and_read_back_by_a_new_process(monkeypatch, tmp_path):
+    """A second process (a cleared in-memory cache) reads the vectors the first wrote, encoding only
+    names it has not seen; an empty HYGRAIL_NAMES_CACHE writes nothing."""
+    monkeypatch.setenv("HYGRAIL_NAMES_CACHE", str(tmp_path))
+    first = _CountingEncoder()
+    monkeypatch.setattr(name_cache, "encoder", lambda model: first)
+    monkeypatch.setattr(name_cache, "_EMBEDDINGS", {})
+    monkeypatch.setattr(name_cache, "_READ", set())
+    a = embed_names(["LiFePO4", "solar cell"], "stub")
+    assert len(list(tmp_path.rglob("*.npz"))) == 1 and not list(tmp_path.rglob("*.tmp"))
+
+    second = _CountingEncoder()
+    monkeypatch.setattr(name_cache, "encoder", lambda model: second)
+    monkeypatch.setattr(name_cache, "_EMBEDDINGS", {})
+    monkeypatch.setattr(name_cache, "_READ", set())
+    b = embed_names(["solar cell", "lithium iron phosphate", "LiFePO4"], "stub")
+    assert second.seen == ["lithium iron phosphate"]
+    np.testing.assert_array_equal(b[[2, 0]], a)
+    np.testing.assert_allclose(b[1], [0.6, 0.8], rtol=1e-7)
+    assert name_cache.disk_cache("stub") != name_cache.disk_cache("other")  # one folder per model
+
+    monkeypatch.setenv("HYGRAIL_NAMES_CACHE", "")
+    monkeypatch.setattr(name_cache, "_EMBEDDINGS", {})
+    embed_names(["solar cell"], "stub")
+    assert second.seen[-1] == "solar cell" and len(list(tmp_path.rglob("*.npz"))) == 2
