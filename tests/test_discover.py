@@ -19,7 +19,7 @@ from hygrail.data.csv import save_csv
 from hygrail.data.split import temporal_split
 from hygrail.discovery import retro
 from hygrail.discovery.run import discover, main
-from hygrail.discovery.scoring import GNNBlocks, PreferentialAttachment, two_stage, walk
+from hygrail.discovery.scoring import GNNBlocks, PreferentialAttachment, link_by_source, two_stage, walk
 from hygrail.discovery.space import CandidateSpace, TopK, ranking
 from hygrail.kg import KG, DataError, Relation, Schema
 from hygrail.triage import train
@@ -59,6 +59,33 @@ def test_block_scores_equal_per_pair_scores(scorer):
     logits = scorer.logit_block(src, dst, chunk=97)
     per_pair = scorer(np.repeat(src, len(dst)), np.tile(dst, len(src)))
     np.testing.assert_allclose(scorer.probability(logits).ravel(), per_pair, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("block_pairs", [1, 50, 1 << 18])
+def test_link_features_by_source_blocks_equal_per_pair(planted, block_pairs):
+    g = planted.train_graph
+    rng = np.random.default_rng(block_pairs)
+    src, dst = rng.choice(g.nodes_of_type("CHM"), 400), rng.choice(g.nodes_of_type("APL"), 400)
+    np.testing.assert_array_equal(link_by_source(g, src, dst, block_pairs), link_features(g, src, dst))
+
+
+def test_pair_lists_equal_per_pair_scores(scorer):
+    """Two stages and per-entity queries score pair lists by ``GNNBlocks.pairs`` (link features by
+    source blocks, the head's TSH columns pair by pair, or carried from stage one's ``cheap``
+    block features): the model's own per-pair logits."""
+    space = CandidateSpace(scorer.kg, Relation("chm_apl", "CHM", "APL"))
+    gnn = GNNBlocks(scorer, space, block_pairs=50)
+    rng = np.random.default_rng(5)
+    src, dst = rng.choice(space.src, 300), rng.choice(space.dst, 300)
+    ref = scorer.logits(src, dst)
+    np.testing.assert_allclose(gnn.pairs(src, dst), ref, rtol=1e-5, atol=1e-5)
+    if gnn.cheap is not None:
+        rows = {s: i for i, s in enumerate(np.unique(src))}
+        block = gnn.cheap(np.unique(src))  # stage one's features, read at the pairs as the shortlist keeps them
+        carried = block[[rows[s] for s in src], np.searchsorted(space.dst, dst)]
+        np.testing.assert_allclose(carried, gnn.cheap_pairs(src, dst), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(gnn.pairs(src, dst, cheap=carried), ref, rtol=1e-5, atol=1e-5)
+    assert gnn.head_pairs is not None or getattr(scorer.backbone, "head", None) is None  # rgcn_plus_head: TSH columns
 
 
 @pytest.mark.parametrize("name", ["hgt", "heteroconv"])
@@ -305,3 +332,4 @@ def test_cli_bad_option_is_one_line(tmp_path):
     assert r.returncode != 0
     assert r.stderr.strip().splitlines()[-1].startswith("error: discover.top_k=0: expected a positive number")
     assert "Traceback" not in r.stderr
+

@@ -22,9 +22,14 @@ sample of candidates (no labels involved) ranks every pair from cheap terms (eac
 against random partners, the cosine of the encoder states, the model's pair features, computed by
 blocks once and carried along with the shortlisted pairs), then the model scores the shortlist
 exactly. For a cosine decoder the surrogate holds the decoder's own term (R^2 = 1.000). Region
-counts then come from the uniform sample, as estimates under their own names.
+counts then come from the uniform sample, as estimates under their own names. A plus backbone
+whose validation head reads TSH's descriptors (``HeadPairs``) is fit in stage one on its link
+features and the cosine of the names' embeddings only (``GNNBlocks.cheap``): on the whole HPO graph
+the descriptors cost 0.34 s a 14 x 18,387 block against 0.025 s for the link features, i.e. ~5 min
+of a walk over 2.3e8 pairs; stage two computes them for the shortlist only.
 bench/bench_discover.py measures the recall against exhaustive scoring (3,000 nodes: 0.996 of the
-exact top-1,000 with a 2,000-pair shortlist, 1.000 from 5,000 on, R-GCN) and the full-size cost.
+exact top-1,000 with a 2,000-pair shortlist, 1.000 from 5,000 on, R-GCN; the whole HPO graph, 2.3e8
+candidates: 0.999 for rgcn_plus, 83 s, 2.33 GB) and the full-size cost.
 """
 
 from __future__ import annotations
@@ -37,7 +42,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from hygrail import descriptors
 from hygrail.discovery.space import Block, CandidateSpace, TopK
+from hygrail.triage.backbones import HEAD_COMPATIBLE, HeadPairs
+from hygrail.triage.features import LinkBlocks, link_blocks, link_feature_names, link_features
 from hygrail.triage.routing import Band, route
 
 # Which part of the band a candidate falls in (``route``: 0 below a*, -1 inside, 1 above b*).
@@ -45,12 +53,24 @@ REGION_NAMES = {0: "auto_reject", -1: "routed", 1: "auto_accept"}
 
 
 class GNNBlocks:
-    """The trained triage model over blocks: logits (ranking) and scores (the band)."""
+    """The trained triage model over blocks: logits (ranking) and scores (the band).
 
-    def __init__(self, scorer, space: CandidateSpace):
-        self.scorer, self.space = scorer, space
+    Pair lists (``pairs``: two-stage's sample and shortlist, per-entity queries) get the plus
+    backbones' link features by blocks of their sources (``link_by_source``): ``link_features``
+    computes them one source at a time when few of a source's partners are asked for (1 ms a pair
+    for uniform random pairs on the whole HPO graph). ``cheap``: the block features two stages read
+    in stage one: the link features without the validation head's TSH descriptors
+    (``HeadPairs``), ~14 times cheaper per block on the whole HPO graph; the shortlist gets the rest
+    (``extra``) pair by pair."""
+
+    def __init__(self, scorer, space: CandidateSpace, block_pairs: int = 1 << 18):
+        self.scorer, self.space, self.block_pairs = scorer, space, int(block_pairs)
         backbone = scorer.backbone
         self.features = backbone.block_features(scorer.kg, space.dst) if backbone.pair_features is not None else None
+        self.head_pairs = backbone.pair_features if isinstance(backbone.pair_features, HeadPairs) else None
+        self.by_source = self.head_pairs is not None or backbone.pair_features is link_features
+        self.cheap = LinkBlocks(scorer.kg, space.dst) if self.head_pairs is not None else self.features
+        self._names_dst = None
 
     def __call__(self, block: Block) -> np.ndarray:
         return self.scorer.logit_block(block.src, self.space.dst, self.features)
@@ -58,9 +78,81 @@ class GNNBlocks:
     def probability(self, logits: np.ndarray) -> np.ndarray:
         return self.scorer.probability(logits)
 
-    def pairs(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        """Logits of a list of pairs (the shortlist of ``two_stage``)."""
-        return self.scorer.logits(src, dst)
+    def pairs(self, src: np.ndarray, dst: np.ndarray, cheap: np.ndarray | None = None) -> np.ndarray:
+        """Logits of a list of pairs (two-stage's sample and shortlist, an entity's candidates);
+        ``cheap``: their ``cheap`` features if already computed (stage one carries them)."""
+        if not self.by_source:
+            return self.scorer.logits(src, dst, features=cheap)
+        return self.scorer.logits(src, dst, features=self.pair_features(src, dst, cheap))
+
+    def cheap_pairs(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
+        """``cheap`` of a list of pairs (None for a backbone without pair features)."""
+        if self.by_source:
+            return link_by_source(self.scorer.kg, src, dst, self.block_pairs)
+        return None if self.features is None else self.scorer.backbone.pair_features(self.scorer.kg, src, dst)
+
+    def pair_features(self, src: np.ndarray, dst: np.ndarray, cheap: np.ndarray | None = None) -> np.ndarray:
+        """The backbone's ``pair_features`` of the pairs (plus backbones): the link part by source
+        blocks (or ``cheap``, given), then the head's ``extra`` columns."""
+        link = link_by_source(self.scorer.kg, src, dst, self.block_pairs) if cheap is None else cheap
+        return link if self.head_pairs is None else np.hstack([link, self.extra(src, dst)]).astype(np.float32)
+
+    def extra(self, src: np.ndarray, dst: np.ndarray, chunk: int = 1 << 15) -> np.ndarray:
+        """``HeadPairs``' columns after the link features (TSH's design, compatibility), pair by
+        pair, in chunks of pairs sorted by source (the name similarity stacks two embeddings per
+        pair: 200 MB a chunk)."""
+        hp, kg = self.head_pairs, self.scorer.kg
+        out = np.zeros((len(src), hp.width), dtype=np.float32)
+        order = np.argsort(src, kind="stable")  # TSH's descriptors cost per distinct source of a call
+        for lo in range(0, len(src), chunk):
+            at = order[lo : lo + chunk]
+            s, d, parts = src[at], dst[at], []
+            if hp.tsh:
+                parts.append(descriptors.design(descriptors.pair_features(kg, s, d, hp.cfg)))
+            if hp.compatible:
+                parts.append(descriptors.design(descriptors.compatibility(kg, s, d, hp.compatible, HEAD_COMPATIBLE)))
+            out[at] = np.hstack(parts)
+        return out
+
+    def name_cosine(self, src: np.ndarray, dst: np.ndarray | None = None) -> np.ndarray | None:
+        """Cosine of the entity names' embeddings, as the plus decoders read it (the node inputs' last
+        ``name_dim`` columns; None without names): of src[i] x dst[j] (S x D, ``dst`` None: the
+        space's) or, with ``dst`` given, of the pairs (src[i], dst[i])."""
+        k = getattr(self.scorer.backbone, "name_dim", 0)
+        if not k or self.features is None:
+            return None
+        graph, rel = self.scorer.module.graph, self.space.relation
+        names = lambda nodes, t: graph[t].x[graph.local_index[torch.as_tensor(nodes)], -k:].numpy()
+        if dst is not None:
+            return np.einsum("ij,ij->i", names(src, rel.src), names(dst, rel.dst)).astype(np.float64)
+        if self._names_dst is None:
+            self._names_dst = np.ascontiguousarray(names(self.space.dst, rel.dst).T)
+        return (names(src, rel.src) @ self._names_dst).astype(np.float64)
+
+
+def link_by_source(kg, src: np.ndarray, dst: np.ndarray, block_pairs: int = 1 << 18) -> np.ndarray:
+    """``link_features`` of the pairs (src[i], dst[i]), from ``link_blocks`` over blocks of their
+    sources x the partners those sources are asked about (at most ~``block_pairs`` cells a block),
+    read at the pairs: the same products, entry for entry, at the cost of the blocks."""
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    out = np.zeros((len(src), len(link_feature_names(kg))), dtype=np.float32)
+    if not len(src):
+        return out
+    order = np.argsort(src, kind="stable")
+    sources, first, per = np.unique(src[order], return_index=True, return_counts=True)
+    n_dst = len(np.unique(dst))
+    lo = 0
+    while lo < len(sources):  # sources x min(their pairs, distinct partners) <= block_pairs (at least one source)
+        hi, pairs = lo + 1, int(per[lo])
+        while hi < len(sources) and (hi + 1 - lo) * min(pairs + int(per[hi]), n_dst) <= block_pairs:
+            pairs += int(per[hi])
+            hi += 1
+        sel = order[first[lo] : first[lo] + pairs]
+        targets, col = np.unique(dst[sel], return_inverse=True)
+        row = np.searchsorted(sources[lo:hi], src[sel])
+        out[sel] = link_blocks(kg, sources[lo:hi], targets)[row, col]
+        lo = hi
+    return out
 
 
 class PreferentialAttachment:
@@ -137,81 +229,101 @@ def walk(space: CandidateSpace, score: Callable[[Block], np.ndarray], top_k: int
 
 
 # -- two-stage scoring ------------------------------------------------------------------------------
-def two_stage(gnn: GNNBlocks, space: CandidateSpace, top_k: int, seed: int, block_pairs: int, shortlist: int,
-              band: Band, routed_k: int = 0, sample: int = 100_000, partners: int = 16) -> Walk:
-    """Surrogate over every candidate, the model on the ``shortlist`` best of them (module docstring).
+@dataclass
+class Surrogate:
+    """A least-squares fit of the model's logits on a uniform sample of candidates (``fit_surrogate``);
+    called on a block, the S x D surrogate scores and (for a backbone with pair features) the block's
+    ``cheap`` features, which the shortlist carries to stage two."""
 
-    The surrogate is a least-squares fit of the model's logits on a uniform sample of ``sample``
-    candidates, over: each endpoint's mean logit against ``partners`` random nodes of the other
-    type, the cosine of the endpoints' encoder states, and the model's pair features (if it reads
-    any). Band region counts are the sample's shares times the space size (``estimated``)."""
-    rng = np.random.default_rng(seed)
-    clock = time.perf_counter()
-    scorer = gnn.scorer
-    rel = space.relation
-    z_src = torch.nn.functional.normalize(scorer.states(space.src, rel.src).float(), dim=-1).numpy()
-    z_dst = torch.nn.functional.normalize(scorer.states(space.dst, rel.dst).float(), dim=-1).numpy()
-    m_src = _mean_logit(gnn, space.src, space.dst, partners, rng, other_is_dst=True)
-    m_dst = _mean_logit(gnn, space.dst, space.src, partners, rng, other_is_dst=False)
-    src_row = np.full(scorer.kg.num_nodes, -1, dtype=np.int64)
-    src_row[space.src] = np.arange(len(space.src))
+    gnn: GNNBlocks
+    coef: np.ndarray
+    m_src: np.ndarray  # each source's mean logit against random partners (a row of space.src each)
+    m_dst: np.ndarray
+    z_src: np.ndarray  # unit encoder states
+    z_dst: np.ndarray
+    src_row: np.ndarray  # node id -> row in space.src
+    names: bool  # the design has the names' cosine
+    exact: np.ndarray  # the sample's exact logits (the fit's targets; region estimates)
+    r2: float
 
-    # The uniform sample: exact logits (fit targets and the region estimates).
-    s_i, d_j = _sample_candidates(space, min(sample, space.size), rng)
-    exact = gnn.pairs(space.src[s_i], space.dst[d_j])
-    feats = _pair_feats(gnn, space.src[s_i], space.dst[d_j])
-    x = _design(m_src[s_i], m_dst[d_j], np.einsum("ij,ij->i", z_src[s_i], z_dst[d_j]), feats)
-    coef, *_ = np.linalg.lstsq(x, exact, rcond=None)
-    fit_r2 = 1 - np.var(exact - x @ coef) / max(np.var(exact), 1e-12)
-
-    def surrogate(block: Block) -> np.ndarray:
-        rows = src_row[block.src]
-        cos = z_src[rows] @ z_dst.T
-        f = gnn.features(block.src) if gnn.features is not None else None
+    def __call__(self, block: Block):
+        gnn, coef = self.gnn, self.coef
+        rows = self.src_row[block.src]
+        cos = self.z_src[rows] @ self.z_dst.T
         n_s, n_d = cos.shape
-        lin = coef[0] * m_src[rows][:, None] + coef[1] * m_dst[None, :] + coef[2] * cos + coef[-1]
+        lin = coef[0] * self.m_src[rows][:, None] + coef[1] * self.m_dst[None, :] + coef[2] * cos + coef[-1]
+        if self.names:
+            lin += coef[3] * gnn.name_cosine(block.src)
+        f = gnn.cheap(block.src) if gnn.cheap is not None else None
         if f is None:
             return lin
-        # the shortlist keeps each pair's features: the model needs them again in stage two
-        return lin + (f.reshape(n_s * n_d, -1).astype(np.float64) @ coef[3:-1]).reshape(n_s, n_d), f
+        at = 4 if self.names else 3  # where the pair features' coefficients start
+        return lin + (f.reshape(n_s * n_d, -1).astype(np.float64) @ coef[at:-1]).reshape(n_s, n_d), f
 
+
+def fit_surrogate(gnn: GNNBlocks, space: CandidateSpace, rng, sample: int = 100_000, partners: int = 16) -> Surrogate:
+    """The surrogate of ``two_stage``, fit on ``sample`` uniform candidates, over: each endpoint's mean
+    logit against ``partners`` random nodes of the other type, the cosine of the endpoints' encoder
+    states, the cosine of their names' embeddings (plus backbones) and the model's ``cheap`` pair
+    features (if it reads any)."""
+    scorer, rel = gnn.scorer, space.relation
+    z_src = torch.nn.functional.normalize(scorer.states(space.src, rel.src).float(), dim=-1).numpy()
+    z_dst = torch.nn.functional.normalize(scorer.states(space.dst, rel.dst).float(), dim=-1).numpy()
+    # Each endpoint's partners for its mean logit, and the uniform sample (exact logits: the fit's
+    # targets and the region estimates), scored in one list: the plus head's descriptors cost per
+    # distinct source, and every list holds nearly every source.
+    mate_of_src = space.dst[rng.integers(0, len(space.dst), (len(space.src), partners))].ravel()
+    mate_of_dst = space.src[rng.integers(0, len(space.src), (len(space.dst), partners))].ravel()
+    s_i, d_j = _sample_candidates(space, min(sample, space.size), rng)
+    all_src = np.concatenate([np.repeat(space.src, partners), mate_of_dst, space.src[s_i]])
+    all_dst = np.concatenate([mate_of_src, np.repeat(space.dst, partners), space.dst[d_j]])
+    all_cheap = gnn.cheap_pairs(all_src, all_dst)
+    logits = gnn.pairs(all_src, all_dst, cheap=all_cheap)
+    n_s, n_d = len(space.src) * partners, len(space.dst) * partners
+    m_src = logits[:n_s].reshape(len(space.src), partners).mean(1)  # observed pairs included: a node's level
+    m_dst = logits[n_s : n_s + n_d].reshape(len(space.dst), partners).mean(1)
+    exact, feats = logits[n_s + n_d :], None if all_cheap is None else all_cheap[n_s + n_d :]
+    src_row = np.full(scorer.kg.num_nodes, -1, dtype=np.int64)
+    src_row[space.src] = np.arange(len(space.src))
+    names = gnn.name_cosine(space.src[s_i], space.dst[d_j])
+    x = _design(m_src[s_i], m_dst[d_j], np.einsum("ij,ij->i", z_src[s_i], z_dst[d_j]), names, feats)
+    coef, *_ = np.linalg.lstsq(x, exact, rcond=None)
+    r2 = 1 - np.var(exact - x @ coef) / max(np.var(exact), 1e-12)
+    return Surrogate(gnn, coef, m_src, m_dst, z_src, z_dst, src_row, names is not None, exact, float(r2))
+
+
+def two_stage(gnn: GNNBlocks, space: CandidateSpace, top_k: int, seed: int, block_pairs: int, shortlist: int,
+              band: Band, routed_k: int = 0, sample: int = 100_000, partners: int = 16) -> Walk:
+    """Surrogate over every candidate (``fit_surrogate``), the model on the ``shortlist`` best of them
+    (module docstring). Band region counts are the sample's shares times the space size (``estimated``)."""
+    rng = np.random.default_rng(seed)
+    clock = time.perf_counter()
+    surrogate = fit_surrogate(gnn, space, rng, sample, partners)
     fit_seconds, clock = time.perf_counter() - clock, time.perf_counter()
     short = walk(space, surrogate, shortlist, seed, block_pairs, desc="shortlist")
     walk_seconds, clock = time.perf_counter() - clock, time.perf_counter()
     s_src, s_dst = short.head.src, short.head.dst
-    s_logit = scorer.logits(s_src, s_dst, features=short.head.extra)
+    s_logit = gnn.pairs(s_src, s_dst, cheap=short.head.extra)
     out = Walk(TopK(top_k, seed), TopK(routed_k, seed) if routed_k > 0 else None, estimated=True)
     out.head.add(s_logit, s_src, s_dst)
     r_short = route(gnn.probability(s_logit.astype(np.float32)), band)
     if out.routed is not None:
         sel = r_short == -1
         out.routed.add(s_logit[sel], s_src[sel], s_dst[sel])
+    exact = surrogate.exact
     r_sample = route(gnn.probability(exact.astype(np.float32)), band)
     out.counts = {name: int(round(np.mean(r_sample == code) * space.size)) for code, name in REGION_NAMES.items()}
-    out.info = {"shortlist": float(len(s_src)), "sample": float(len(exact)), "surrogate_r2": float(fit_r2),
-                "partners": float(partners), "fit_seconds": fit_seconds, "walk_seconds": walk_seconds,
-                "rescore_seconds": time.perf_counter() - clock}
+    out.info = {"shortlist": float(len(s_src)), "sample": float(len(exact)),
+                "surrogate_r2": surrogate.r2, "partners": float(partners), "fit_seconds": fit_seconds,
+                "walk_seconds": walk_seconds, "rescore_seconds": time.perf_counter() - clock}
     return out
 
 
-def _design(m_s: np.ndarray, m_d: np.ndarray, cos: np.ndarray, feats: np.ndarray | None) -> np.ndarray:
-    cols = [m_s, m_d, cos] + ([] if feats is None else list(feats.T.astype(np.float64))) + [np.ones(len(m_s))]
+def _design(m_s: np.ndarray, m_d: np.ndarray, cos: np.ndarray, names: np.ndarray | None,
+            feats: np.ndarray | None) -> np.ndarray:
+    cols = [m_s, m_d, cos] + ([] if names is None else [names]) + \
+        ([] if feats is None else list(feats.T.astype(np.float64))) + [np.ones(len(m_s))]
     return np.column_stack(cols)
-
-
-def _pair_feats(gnn: GNNBlocks, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
-    if gnn.features is None:
-        return None
-    return gnn.scorer.backbone.pair_features(gnn.scorer.kg, src, dst)
-
-
-def _mean_logit(gnn: GNNBlocks, nodes: np.ndarray, others: np.ndarray, k: int, rng, other_is_dst: bool) -> np.ndarray:
-    """Each node's mean logit against ``k`` random nodes of the other type (observed pairs included:
-    a node's level, not a candidate's score)."""
-    mate = others[rng.integers(0, len(others), (len(nodes), k))].ravel()
-    mine = np.repeat(nodes, k)
-    logits = gnn.pairs(mine, mate) if other_is_dst else gnn.pairs(mate, mine)
-    return logits.reshape(len(nodes), k).mean(1)
 
 
 def _sample_candidates(space: CandidateSpace, n: int, rng) -> tuple[np.ndarray, np.ndarray]:
