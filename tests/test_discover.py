@@ -333,3 +333,41 @@ def test_cli_bad_option_is_one_line(tmp_path):
     assert r.stderr.strip().splitlines()[-1].startswith("error: discover.top_k=0: expected a positive number")
     assert "Traceback" not in r.stderr
 
+
+
+def test_every_sources_list_is_exact_in_a_walk_and_from_a_whole_row_shortlist(scorer):
+    """``lists``: a walk keeps every source's best candidates exactly (brute force: each source's
+    candidates sorted by logit); two stages rescore each row's surrogate shortlist with the model,
+    so with whole rows shortlisted they give the same lists."""
+    space = CandidateSpace(scorer.kg, Relation("chm_apl", "CHM", "APL"))
+    gnn = GNNBlocks(scorer, space)
+    band = Band(0.2, 0.6, True, True)
+    k = 7
+    w = walk(space, gnn, 30, seed=2, block_pairs=90, lists=k)
+    src, dst = space.pairs()
+    logit = scorer.logits(src, dst)
+    n = 0
+    for s in space.src:
+        mine = src == s
+        best = dst[mine][ranking(logit[mine], src[mine], dst[mine], 2)][:k]
+        assert list(w.lists.dst[w.lists.src == s]) == list(best)
+        n += len(best)
+    assert len(w.lists.src) == n and np.all(np.diff(w.lists.src) >= 0)
+    two = two_stage(gnn, space, 30, seed=2, block_pairs=90, shortlist=50, band=band, sample=500, partners=4,
+                    lists=k, lists_shortlist=len(space.dst))
+    assert list(zip(two.lists.src, two.lists.dst)) == list(zip(w.lists.src, w.lists.dst))
+    np.testing.assert_allclose(two.lists.score, w.lists.score, rtol=1e-5, atol=1e-5)
+    assert two.info["lists_rescored"] == space.size
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["discover.entity_lists=yes"], "discover.entity_lists='yes': expected true or false"),
+    (["discover.entity_lists=true", "discover.entity_k=20", "discover.entity_lists_shortlist=5"],
+     "discover.entity_lists_shortlist=5: expected a number of candidates per entity >= discover.entity_k=20"),
+])
+def test_entity_list_options_fail_in_one_line(tmp_path, overrides, message):
+    from hygrail.discovery import options
+
+    with pytest.raises(DataError) as e:
+        options(_cfg(tmp_path, *overrides))
+    assert str(e.value) == message

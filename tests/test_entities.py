@@ -147,7 +147,7 @@ def test_discovery_report_has_a_section_per_entity(tmp_path):
     overrides = ["task=discover", "backbone=rgcn", "backbone.epochs=2", "backbone.val_every=1", "data.scale=0.3",
                  "relation=chm_apl", "discover.top_k=10", "discover.review_budget.val=0",
                  "discover.review_budget.candidates=0", "discover.tsh.embedding=false", "discover.cutoff=2020",
-                 "discover.entity_k=5", f"paths.outputs={tmp_path}"]
+                 "discover.entity_k=5", "discover.entity_lists=true", f"paths.outputs={tmp_path}"]
     with initialize_config_dir(str(CONF), version_base="1.3"):
         cfg = compose("config", overrides=overrides)
     from hygrail.data import data_config, load_kg
@@ -163,6 +163,12 @@ def test_discovery_report_has_a_section_per_entity(tmp_path):
         assert md.count(f"### {head}") == 1 and page.count(html.escape(head)) == 1
     assert md.index("## Per-entity discovery") < md.index("## Per-entity retrospective evaluation") < md.index("## Ranked hypotheses")
     assert [e.table.height for e in result.entities.lists] == [5, 5]
+    # discover.entity_lists: every source entity's best 5 from the scoring pass, the named CHM's equal to its query
+    lists = pl.read_parquet(out / "entity_lists.parquet")
+    assert lists["left_id"].n_unique() == len(result.space.src) and lists.group_by("left_id").len()["len"].max() == 5
+    mine = lists.filter(pl.col("left_id") == chm).sort("rank")
+    assert mine["right_id"].to_list() == result.entities.lists[0].table["id"].to_list() and mine["exact"].all()
+    assert mine["probability"].to_list() == pytest.approx(result.entities.lists[0].table["score"].to_list(), rel=1e-5)
     m = json.loads((out / "metrics.json").read_text())
     n = m["retro_entity_sources"]
     assert n >= 1 and 0 <= m["retro_entity_gnn_hits_at_10"] <= 1 and m["retro_entity_paths3_recall_at_1_se"] >= 0

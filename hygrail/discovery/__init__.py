@@ -44,6 +44,12 @@ def options(cfg: DictConfig) -> dict:
     cutoff = d.get("cutoff")
     if cutoff is not None and not isinstance(cutoff, int):
         raise DataError(f"discover.cutoff={cutoff!r}: expected a year (an integer) or null")
+    if not isinstance(d.get("entity_lists", False), bool):
+        raise DataError(f"discover.entity_lists={d.get('entity_lists')!r}: expected true or false")
+    n = d.get("entity_lists_shortlist", 0)
+    if d.get("entity_lists") and (not isinstance(n, int) or n < d.get("entity_k", 1)):
+        raise DataError(f"discover.entity_lists_shortlist={n!r}: expected a number of candidates per entity >= "
+                        f"discover.entity_k={d.get('entity_k')}")
     ks = sorted(int(k) for k in d.get("ks") or KS)
     if ks[0] < 1:
         raise DataError(f"discover.ks={ks}: expected positive list sizes")

@@ -14,7 +14,8 @@ the loaders keep no source keys such as HPO's OMIM ids beyond the names made uni
 else the exact name, else the name case-insensitively, among the nodes of the relation's two types.
 A name held by several nodes (a material that is both a Target and a Precursor) or by none is a
 one-line DataError listing the nodes it could mean or the closest names (difflib). The entities are
-resolved before any training, so a typo costs seconds.
+resolved before any training, so a typo costs seconds. Every source entity's list at once:
+``discover.entity_lists`` (kept by the scoring pass, ``scoring.Lists``; ``entity_lists.parquet``).
 
 Cost: a query scores one entity's candidates (hundreds to thousands of pairs) with the model the
 run has loaded. Measured on the synthetic MatKG at data.scale=1 (3,000 nodes; CHM-APL, R-GCN,

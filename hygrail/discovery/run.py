@@ -60,6 +60,7 @@ class Discovery:
     space: CandidateSpace | None = None  # the candidates (on the graph known by the cutoff)
     graph: object = None  # the split's training graph: what the GNN, TSH and the evidence read
     entities: entities.EntityReport | None = None  # discover.entities' lists, the per-entity retrospective
+    lists: pl.DataFrame | None = None  # discover.entity_lists: every source entity's best entity_k
 
 
 @dataclass(frozen=True)
@@ -124,13 +125,14 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     # paper: the reviews go to the best routed candidates (kept apart); reviewed: to the head of the
     # GNN's list, which then holds at least the reviewed ones (the table lists its first top_k)
     head_k, routed_k = (top_k, n_cand) if order == "paper" else (max(top_k, n_cand), 0)
+    n_lists = int(d["entity_k"]) if d.get("entity_lists") else 0
     if exact:
         w = walk(space, gnn, head_k, seed, int(d["block_pairs"]), band, gnn.probability, routed_k=routed_k,
-                 keep=cutoff is not None, desc=f"score {space.size:,} candidates")
+                 keep=cutoff is not None, desc=f"score {space.size:,} candidates", lists=n_lists)
     else:
         size = int(d["shortlist_auto"]) if short == "auto" else int(short)
         w = two_stage(gnn, space, head_k, seed, int(d["block_pairs"]), max(size, head_k), band, routed_k=routed_k,
-                      sample=int(d["surrogate_sample"]))
+                      sample=int(d["surrogate_sample"]), lists=n_lists, lists_shortlist=int(d["entity_lists_shortlist"]))
     timer["score"] = time.perf_counter() - t0
     metrics |= {"discover_candidates": float(space.size), "discover_exact": float(exact),
                 **{f"discover_{k}{'_estimated' if w.estimated else ''}": float(v) for k, v in w.counts.items()},
@@ -162,6 +164,9 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     timer["table"] = time.perf_counter() - t0
 
     result = Discovery(table.select(COLUMNS), metrics, default_out(cfg), {}, space=space, graph=split.train_graph)
+    if w.lists is not None:
+        result.lists = entity_lists(w.lists, known, gnn, exact)
+        metrics["discover_entity_lists"] = float(result.lists["left_id"].n_unique())
     if future is not None:
         t0 = time.perf_counter()
         result.retro, result.curves, retro_metrics = evaluate(cfg, d, split, space, gnn, band, w, reviewed,
@@ -520,8 +525,22 @@ def write_report(result: Discovery) -> Path:
     write_html(result.table, result.summary, result.retro, figure, out)
     if result.entities is not None:
         entities.add_to_report(result.entities, out)
+    if result.lists is not None:
+        result.lists.write_parquet(out / "entity_lists.parquet")
     (out / "metrics.json").write_text(json.dumps(result.metrics, indent=1, default=float))
     return out
+
+
+def entity_lists(lists, kg, gnn: GNNBlocks, exact: bool) -> pl.DataFrame:
+    """``discover.entity_lists`` as a table: each source entity's best candidates by the GNN, one row
+    per (entity, rank), with names, the logit and the probability; ``exact``: false where two stages
+    ranked each entity's surrogate shortlist (``scoring.two_stage``)."""
+    rank = np.arange(len(lists.src)) - np.searchsorted(lists.src, lists.src)
+    return pl.DataFrame({
+        "left_id": lists.src, "left": [kg.names[i] for i in lists.src], "rank": rank + 1,
+        "right_id": lists.dst, "right": [kg.names[i] for i in lists.dst], "logit": lists.score,
+        "probability": gnn.probability(lists.score.astype(np.float32)).astype(np.float64), "exact": exact,
+    })
 
 
 def precision_figure(curves: dict[str, np.ndarray], title: str):
@@ -590,5 +609,6 @@ def main(cfg: DictConfig) -> dict:
         ks = options(cfg)["ks"]
         print(result.retro.headline_rows().select("method", "n_answers", "auc", "ap", f"precision_at_{ks[0]}",
                                                   f"precision_at_{ks[-1]}", f"recall_at_{ks[-1]}"))
-    print(f"report: {out.resolve() / 'index.html'} (also hypotheses.md, hypotheses.csv, hypotheses.parquet)", flush=True)
+    also = "hypotheses.md, hypotheses.csv, hypotheses.parquet" + (", entity_lists.parquet" if result.lists is not None else "")
+    print(f"report: {out.resolve() / 'index.html'} (also {also})", flush=True)
     return {"status": "finished", "cell": f"discover {cfg.relation.name} {cfg.backbone.name}", "run_id": cell.run_id}
