@@ -487,3 +487,18 @@ def test_strategies_multirun_and_table(tmp_path):
     assert rows["HyGRAIL+ARIA"][7] == "1.00" and rows["HyGRAIL+HyKGE"][7] == "2.00"  # LLM requests / hypothesis
     assert rows["HyGRAIL+ARIA"][8] == "0"  # no pre-stage tokens
     assert "# Per evidence tier" in md and "**HyGRAIL+ARIA**" in md
+
+
+@pytest.mark.parametrize("mode_name, marker", [("hykge", "Think step by step"), ("graph2idea", "Which contexts bear")])
+@pytest.mark.parametrize("domain, expert", [(None, "an expert materials scientist"),
+                                            ({"expert": "an expert clinical geneticist"}, "an expert clinical geneticist")])
+def test_pre_stage_prompts_address_the_schemas_expert(kg, rel, templates, tmp_path, mode_name, marker, domain, expert):
+    """HyKGE's and Graph2Idea's own LLM calls name the reviewer's field (the schema's ``domain:``, as
+    llm.domain): the paper's materials scientist on MatKG, a clinical geneticist on HPO."""
+    mode = load_mode(evidence_cfg(mode_name, top_k=3) if mode_name == "hykge" else evidence_cfg(mode_name), templates)
+    with ScriptedServer(default=Reply(ok_review("no", 0.3))) as server:
+        server.script(marker, Reply("1: a shared property."))
+        with Reviewer(llm_cfg(server.base_url) | {"domain": domain}, mode, kg, rel, tmp_path / "llm.sqlite", seed=1) as r:
+            r.review([h("LiFePO4", "battery")])
+        pre = [q for q in server.requests if marker in q["messages"][-1]["content"]]
+    assert pre and all(q["messages"][0]["content"].startswith(f"You are {expert}") for q in pre)

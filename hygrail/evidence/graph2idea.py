@@ -38,14 +38,14 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from hygrail.evidence.mode import Hypothesis, Prepared
+from hygrail.evidence.mode import Hypothesis, Prepared, expert_words
 from hygrail.evidence.names import encode, layout, node_vectors
 from hygrail.evidence.naturalize import Template
 from hygrail.evidence.retrieve import capped_neighbours, gather_rows, graph_stats, retrieve
 from hygrail.kg import KG, Relation
 
 STAGE1_PROMPT = {
-    "system": "You are an expert materials scientist planning how to check a hypothesis against knowledge-graph evidence.",
+    "system": "You are {expert} planning how to check a hypothesis against knowledge-graph evidence.",  # mode.expert_words
     "user": (
         "Hypothesis: {hypothesis}\n\n"
         "Contexts extracted from the knowledge graph (each: entities linked in the literature around a core "
@@ -152,16 +152,18 @@ class Graph2Idea(Template):
         vecs = encode(statements, self.cfg["embedding_model"])
         found = [contexts(graph, h.src, h.dst, vec, self.cfg) for h, vec in zip(hyps, vecs)]
         asked = [i for i, c in enumerate(found) if c]
-        messages = [self.stage1_messages(graph, statements[i], found[i]) for i in asked]
+        expert = expert_words(llm)
+        messages = [self.stage1_messages(graph, statements[i], found[i], expert) for i in asked]
         replies: list[str | None] = [None] * len(hyps)
         for i, r in zip(asked, llm.chat_many(messages, max_tokens=int(self.cfg["stage1_max_tokens"]))):
             replies[i] = r
         return [self.stage2(graph, relation, h, s, c, r) for h, s, c, r in zip(hyps, statements, found, replies)]
 
-    def stage1_messages(self, graph: KG, statement: str, found: list[Context]) -> list[dict]:
+    def stage1_messages(self, graph: KG, statement: str, found: list[Context], expert: str) -> list[dict]:
         text = "\n".join(context_text(graph, i + 1, c) for i, c in enumerate(found))
         user = STAGE1_PROMPT["user"].format(hypothesis=statement, contexts=text)
-        return [{"role": "system", "content": STAGE1_PROMPT["system"]}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": STAGE1_PROMPT["system"].format(expert=expert)},
+                {"role": "user", "content": user}]
 
     def stage2(self, graph: KG, relation: Relation, h: Hypothesis, statement: str, found: list[Context],
                reply: str | None) -> Prepared:

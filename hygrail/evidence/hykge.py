@@ -55,7 +55,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from tqdm import tqdm
 
-from hygrail.evidence.mode import Hypothesis, Prepared
+from hygrail.evidence.mode import Hypothesis, Prepared, expert_words
 from hygrail.evidence.names import chain_text, edge_counts, encode, fragments, layout, name_matrix, ngrams
 from hygrail.evidence.naturalize import Template
 from hygrail.evidence.retrieve import GraphStats, graph_stats, ranked_paths, retrieve
@@ -64,8 +64,10 @@ from hygrail.kg import KG, DataError, Relation
 KIND_TEXT = {"co_occurrence": "linked to both", "co_ancestor": "shared neighbour", "path": "path"}
 
 # Short and step by step (HyKGE's P_HO); no verdict, since the reviewer judges later.
+# The system line names the reviewer's field (mode.expert_words: the paper's "an expert materials
+# scientist" on MatKG), as the reviewer's own prompt does.
 HO_PROMPT = {
-    "system": "You are an expert materials scientist.",
+    "system": "You are {expert}.",
     "user": (
         "Hypothesis: {hypothesis}\n\n"
         "Think step by step, briefly: what mechanism, properties or intermediate concepts would make this "
@@ -91,9 +93,9 @@ class Chain:
     relevance: float = 0.0  # best fragment's mean cosine over the chain's concepts
 
 
-def ho_messages(statement: str, cfg: Mapping) -> list[dict]:
+def ho_messages(statement: str, cfg: Mapping, expert: str) -> list[dict]:
     user = HO_PROMPT["user"].format(hypothesis=statement, max_words=int(cfg["ho_max_words"]))
-    return [{"role": "system", "content": HO_PROMPT["system"]}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": HO_PROMPT["system"].format(expert=expert)}, {"role": "user", "content": user}]
 
 
 def link_anchors(graph: KG, u: int, v: int, text: str, cfg: Mapping) -> list[Anchor]:
@@ -176,7 +178,9 @@ class HyKGE(Template):
 
     def prepare(self, graph: KG, relation: Relation, hyps: Sequence[Hypothesis], llm) -> list[Prepared]:
         statements = [self.statement(graph, h) for h in hyps]
-        outputs = llm.chat_many([ho_messages(s, self.cfg) for s in statements], max_tokens=int(self.cfg["ho_max_tokens"]))
+        expert = expert_words(llm)
+        outputs = llm.chat_many([ho_messages(s, self.cfg, expert) for s in statements],
+                                max_tokens=int(self.cfg["ho_max_tokens"]))
         out = []
         for h, statement, ho in tqdm(list(zip(hyps, statements, outputs)), desc="hykge", unit="hyp",
                                      disable=len(hyps) < 20, leave=False):
