@@ -130,6 +130,8 @@ bench: $(VENV)/.installed ## benchmarks: data layer, triage speed, evidence, rev
 	@# bench_triage.py's default is the hours-long quality study (experiments/triage.md); here its speed figures only
 	@echo "== bench/bench_triage.py --speed"; $(PYTHON) bench/bench_triage.py --speed --methods heteroconv,hgt,rgcn
 	@echo "== bench/bench_triage.py --feature-cost"; $(PYTHON) bench/bench_triage.py --feature-cost
+	@# the whole HPO graph (2.3e8 candidates): ~12 min the first time (rgcn_plus's 2 epochs, name embeddings), ~5 after
+	@echo "== bench/bench_discover.py --data hpo"; $(PYTHON) bench/bench_discover.py --data hpo --relation hpo_dis_phe --backbones rgcn_plus,hgt
 
 # What the project writes under $(OUT), and nothing else: $(OUT) may be any folder ($$HYGRAIL_OUTPUTS).
 OWN := cache runs multirun report mlartifacts tracking mlflow.db mlflow.db-journal mlflow.db-wal mlflow.db-shm mlflow.lock
