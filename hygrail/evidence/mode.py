@@ -54,20 +54,17 @@ class Prepared:
 
 
 class Chat(Protocol):
-    # the reviewer's field (review.prompts.domain_words; the schema's ``domain:``); a client without
-    # the attribute, or None, gets the paper's materials-science words (``expert_words``)
-    domain: Mapping[str, str] | None
+    # who the reviewer is ("an expert clinical geneticist": review.prompts.domain_words of the schema's
+    # ``domain:``); a client without it gets the paper's (``expert_words``)
+    expert: str
 
     def chat_many(self, conversations: Sequence[list[dict]], max_tokens: int | None = None) -> list[str | None]: ...
 
 
 def expert_words(llm) -> str:
-    """Who a pre-stage prompt addresses ("an expert materials scientist" unless the KG's schema names
-    another field): the reviewer's own role (review.prompts), so an HPO run's pre-stages do not
-    ask a materials scientist about diseases."""
-    from hygrail.review.prompts import domain_words
-
-    return domain_words(getattr(llm, "domain", None))["expert"]
+    """Who a pre-stage prompt addresses: the reviewer's own role, so an HPO run's pre-stages do not
+    ask a materials scientist about diseases; the paper's (review.prompts.MATERIALS) without one."""
+    return getattr(llm, "expert", None) or "an expert materials scientist"
 
 
 class EvidenceMode:

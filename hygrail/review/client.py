@@ -330,7 +330,7 @@ class ReviewClient:
     def __init__(self, llm_cfg: Mapping, cache_path: Path | str | None, *, progress: bool = True,
                  slots_dir: Path | str | None = None):
         self.cfg = llm_settings(llm_cfg)
-        self.domain = self.cfg["domain"]  # the reviewer's field, for evidence modes' own prompts (mode.Chat)
+        self.expert = domain_words(self.cfg["domain"])["expert"]  # for evidence modes' own prompts (mode.Chat)
         self.cache = ReplyCache(cache_path) if cache_path is not None else None
         if slots_dir is None and cache_path is not None:
             slots_dir = Path(cache_path).parent / "llm-slots"
