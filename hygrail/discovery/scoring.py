@@ -25,8 +25,9 @@ exactly. For a cosine decoder the surrogate holds the decoder's own term (R^2 = 
 counts then come from the uniform sample, as estimates under their own names. A plus backbone
 whose validation head reads TSH's descriptors (``HeadPairs``) is fit in stage one on its link
 features and the cosine of the names' embeddings only (``GNNBlocks.cheap``): on the whole HPO graph
-the descriptors cost 0.34 s a 14 x 18,387 block against 0.025 s for the link features, i.e. ~5 min
-of a walk over 2.3e8 pairs; stage two computes them for the shortlist only.
+the descriptors cost 0.41 s a 14 x 18,387 block against 0.069 s for the link features (measured
+2026-12-03, one thread, a loaded box), i.e. ~6 min of a walk over 2.3e8 pairs; stage two computes
+them for the shortlist only.
 bench/bench_discover.py measures the recall against exhaustive scoring (3,000 nodes: 0.996 of the
 exact top-1,000 with a 2,000-pair shortlist, 1.000 from 5,000 on, R-GCN; the whole HPO graph, 2.3e8
 candidates: 0.999 for rgcn_plus, and 0.995 of each disease's best 20; 162 s, 2.33 GB) and the
@@ -43,9 +44,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from hygrail import descriptors
 from hygrail.discovery.space import Block, CandidateSpace, TopK, ranking
-from hygrail.triage.backbones import HEAD_COMPATIBLE, HeadPairs
+from hygrail.triage.backbones import HeadPairs
 from hygrail.triage.features import LinkBlocks, link_blocks, link_feature_names, link_features
 from hygrail.triage.routing import Band, route
 
@@ -58,11 +58,11 @@ class GNNBlocks:
 
     Pair lists (``pairs``: two-stage's sample and shortlist, per-entity queries) get the plus
     backbones' link features by blocks of their sources (``link_by_source``): ``link_features``
-    computes them one source at a time when few of a source's partners are asked for (1 ms a pair
-    for uniform random pairs on the whole HPO graph). ``cheap``: the block features two stages read
-    in stage one: the link features without the validation head's TSH descriptors
-    (``HeadPairs``), ~14 times cheaper per block on the whole HPO graph; the shortlist gets the rest
-    (``extra``) pair by pair."""
+    computes them one source at a time when few of a source's partners are asked for: 2.5 ms a
+    pair against 0.2 ms by source blocks, for 2,000 uniform random pairs on the whole HPO graph.
+    ``cheap``: the block features two stages read in stage one: the link features without the
+    validation head's TSH descriptors (``HeadPairs``), ~6 times cheaper per block there (module
+    docstring); the shortlist gets the rest (``HeadPairs.extra``) pair by pair."""
 
     def __init__(self, scorer, space: CandidateSpace, block_pairs: int = 1 << 18):
         self.scorer, self.space, self.block_pairs = scorer, space, int(block_pairs)
@@ -99,20 +99,13 @@ class GNNBlocks:
         return link if self.head_pairs is None else np.hstack([link, self.extra(src, dst)]).astype(np.float32)
 
     def extra(self, src: np.ndarray, dst: np.ndarray, chunk: int = 1 << 15) -> np.ndarray:
-        """``HeadPairs``' columns after the link features (TSH's design, compatibility), pair by
-        pair, in chunks of pairs sorted by source (the name similarity stacks two embeddings per
-        pair: 200 MB a chunk)."""
-        hp, kg = self.head_pairs, self.scorer.kg
-        out = np.zeros((len(src), hp.width), dtype=np.float32)
+        """``HeadPairs.extra`` in chunks of pairs sorted by source (the name similarity stacks two
+        embeddings per pair: 200 MB a chunk)."""
+        out = np.zeros((len(src), self.head_pairs.width), dtype=np.float32)
         order = np.argsort(src, kind="stable")  # TSH's descriptors cost per distinct source of a call
         for lo in range(0, len(src), chunk):
             at = order[lo : lo + chunk]
-            s, d, parts = src[at], dst[at], []
-            if hp.tsh:
-                parts.append(descriptors.design(descriptors.pair_features(kg, s, d, hp.cfg)))
-            if hp.compatible:
-                parts.append(descriptors.design(descriptors.compatibility(kg, s, d, hp.compatible, HEAD_COMPATIBLE)))
-            out[at] = np.hstack(parts)
+            out[at] = self.head_pairs.extra(self.scorer.kg, src[at], dst[at])
         return out
 
     def name_cosine(self, src: np.ndarray, dst: np.ndarray | None = None) -> np.ndarray | None:

@@ -349,7 +349,11 @@ class HeadPairs:
         self.width = self.tsh_width + (len(descriptors.COMPATIBILITY) if compatible else 0)
 
     def __call__(self, kg, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        parts = [link_features(kg, src, dst)]
+        return np.hstack([link_features(kg, src, dst), self.extra(kg, src, dst)]).astype(np.float32)
+
+    def extra(self, kg, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """The columns after ``link_features`` (``width`` of them)."""
+        parts = [np.zeros((len(src), 0))]
         if self.tsh:
             parts.append(descriptors.design(descriptors.pair_features(kg, src, dst, self.cfg)))
         if self.compatible:
