@@ -59,7 +59,7 @@ from hygrail.data import data_config, load_kg
 from hygrail.data.split import temporal_split
 from hygrail.discovery import entities
 from hygrail.discovery.scoring import GNNBlocks, two_stage, walk
-from hygrail.discovery.space import CandidateSpace
+from hygrail.discovery.space import CandidateSpace, ranking
 from hygrail.kg import KG, Schema
 from hygrail.triage.routing import calibrate_band
 from hygrail.triage.train import Scorer, build_backbone, load_scorer, name_embeddings, triage_scores
@@ -173,7 +173,7 @@ def estimated_recall(gnn: GNNBlocks, space: CandidateSpace, w, rows: int, seed: 
     heads = set(zip(w.head.src.tolist(), w.head.dst.tolist()))
     floor = w.head.score[-1]
     lists = None if w.lists is None else {int(s): set(w.lists.dst[w.lists.src == s].tolist()) for s in np.unique(w.lists.src)}
-    k = 0 if w.lists is None else int(np.bincount(np.searchsorted(np.unique(w.lists.src), w.lists.src)).max())
+    k = 0 if w.lists is None else int(w.lists.rank.max()) + 1
     found = []  # per exact row: the share of its best k candidates in the source's list
     listed = np.unique(w.head.src)
     others = np.setdiff1d(space.src, listed)
@@ -193,7 +193,7 @@ def estimated_recall(gnn: GNNBlocks, space: CandidateSpace, w, rows: int, seed: 
             if lists is not None:
                 for r, s in enumerate(src):
                     v = np.flatnonzero(valid[r])
-                    best = space.dst[v[np.lexsort((space.dst[v], -logits[r, v]))[:k]]]
+                    best = space.dst[v[ranking(logits[r, v], np.full(len(v), s), space.dst[v], seed)[:k]]]
                     found.append(len(lists.get(int(s), set()) & set(best.tolist())) / max(1, len(best)))
         return above, missed
 

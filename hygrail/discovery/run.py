@@ -535,10 +535,9 @@ def entity_lists(lists, kg, gnn: GNNBlocks, exact: bool) -> pl.DataFrame:
     """``discover.entity_lists`` as a table: each source entity's best candidates by the GNN, one row
     per (entity, rank), with names, the logit and the probability; ``exact``: false where two stages
     ranked each entity's surrogate shortlist (``scoring.two_stage``)."""
-    rank = np.arange(len(lists.src)) - np.searchsorted(lists.src, lists.src)
     return pl.DataFrame({
-        "left_id": lists.src, "left": [kg.names[i] for i in lists.src], "rank": rank + 1,
-        "right_id": lists.dst, "right": [kg.names[i] for i in lists.dst], "logit": lists.score,
+        "left_id": lists.src, "left": [kg.label(i) for i in lists.src], "rank": lists.rank + 1,
+        "right_id": lists.dst, "right": [kg.label(i) for i in lists.dst], "logit": lists.score,
         "probability": gnn.probability(lists.score.astype(np.float32)).astype(np.float64), "exact": exact,
     })
 

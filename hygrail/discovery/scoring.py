@@ -195,12 +195,14 @@ class Walk:
 
 @dataclass
 class Lists:
-    """Every source's best candidates by ranking score: (src, dst, score) sorted by source, then as
-    every ranking of discovery (``space.ranking``: score descending, ties by the seeded pair hash)."""
+    """Every source's best candidates by ranking score: (src, dst, score, rank from 0) sorted by
+    source, then as every ranking of discovery (``space.ranking``: score descending, ties by the
+    seeded pair hash)."""
 
     src: np.ndarray
     dst: np.ndarray
     score: np.ndarray
+    rank: np.ndarray
 
     @classmethod
     def best(cls, src: np.ndarray, dst: np.ndarray, score: np.ndarray, k: int, seed: int) -> "Lists":
@@ -210,7 +212,7 @@ class Lists:
         first = np.r_[0, np.flatnonzero(np.diff(src)) + 1]
         rank = np.arange(len(src)) - np.repeat(first, np.diff(np.r_[first, len(src)]))
         keep = rank < k
-        return cls(src[keep], dst[keep], score[keep])
+        return cls(src[keep], dst[keep], score[keep], rank[keep])
 
 
 class PerSource:
@@ -349,7 +351,7 @@ def two_stage(gnn: GNNBlocks, space: CandidateSpace, top_k: int, seed: int, bloc
     ``lists``: every source's ``lists`` best candidates too, by the model's logits over the source's
     ``lists_shortlist`` best by the surrogate (at least ``lists``). Within a source row the surrogate
     ranks well where across rows it does not: on the whole HPO graph (rgcn_plus, 160 random diseases)
-    the exact best candidate of a row was the surrogate's 0th-11th, the exact 5th its 0th-54th, and
+    the exact best candidate of a row was the surrogate's 0th-11th, the exact top 5 its 0th-72nd, and
     with 100 rescored per disease 0.995 of each disease's exact best 20 were found
     (bench/bench_discover.py)."""
     rng = np.random.default_rng(seed)
