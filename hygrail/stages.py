@@ -162,7 +162,8 @@ def llm_config(cfg: DictConfig) -> dict:
 
 
 def reviewer_for(cfg: DictConfig, mode, split: Split):
-    """The reviewing stage of ``cfg.llm`` over ``mode``'s evidence from the split's training graph."""
+    """The reviewing stage of ``cfg.llm`` over ``mode``'s evidence from the split's training graph
+    (its ``graph`` may be switched, as discovery does for its candidates)."""
     from hygrail.review.fewshot import choose
     from hygrail.review.stage import Reviewer
 

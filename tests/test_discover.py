@@ -259,7 +259,11 @@ def test_discovery_with_a_cutoff_end_to_end(tmp_path, planted_future, monkeypatc
     for graph in [res.graph, res.space.kg, *seen]:
         assert not graph.has_edges(*pair)[0] and not graph.has_edges(*evidence_edge)[0]
         assert graph.edges["year"].max() <= 2020
-    assert seen and all(g is res.graph for g in seen)  # evidence reads the training graph of the cutoff KG
+    # every ranking, list and candidate's evidence reads the cut graph (everything known at the cutoff);
+    # the held-out validation/test hypotheses' evidence reads the training graph, where they are no edges
+    assert res.graph is res.space.kg and res.space.kg.edges["year"].max() == 2020
+    assert sum(g is res.graph for g in seen) == 2  # the candidates' reviews, the cards
+    assert [g.num_edges < res.graph.num_edges for g in seen if g is not res.graph] == [True, True]
     assert res.space.contains(*pair)[0], "a post-cutoff edge must stay a candidate, not an excluded observed edge"
     m = res.metrics
     assert m["retro_future_edges"] >= 1
@@ -285,7 +289,8 @@ def test_discovery_with_a_cutoff_end_to_end(tmp_path, planted_future, monkeypatc
     retro_table = pl.read_csv(out / "retrospective.csv").filter(
         (pl.col("horizon") == 3) & (pl.col("min_degree") == 0) & (pl.col("min_count") == 1))  # the headline
     assert retro_table["method"].to_list() == ["GNN", "HyGRAIL", "TSH", "Preferential attachment", "Common neighbours",
-                                               "3-paths", "GNN novelty-aware", "GNN degree-adjusted"]
+                                               "3-paths", "Popularity (all edges)", "Popularity (relation)",
+                                               "GNN novelty-aware", "GNN degree-adjusted"]
     assert retro_table["precision_at_10"].is_between(0, 1).all() and retro_table["ap"].is_between(0, 1).all()
     assert pl.read_csv(out / "hypotheses.csv").height == table.height
     card = json.loads(table["structured"][0])

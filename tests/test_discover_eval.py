@@ -12,7 +12,7 @@ import pytest
 
 from hygrail.discovery import novelty, retro, trust
 from hygrail.discovery.cards import agreement
-from hygrail.discovery.space import CandidateSpace
+from hygrail.discovery.space import CandidateSpace, ranking
 from hygrail.kg import KG, DataError, Relation, Schema
 from scripted_server import Reply, ScriptedServer, ok_review
 from test_discover import _cfg
@@ -275,7 +275,7 @@ def test_the_tiny_run_reports_the_grid(tiny_run):
     _, result, out, _, _ = tiny_run
     t = pl.read_csv(out / "retrospective.csv")
     methods = ["GNN", "HyGRAIL", "TSH", "Preferential attachment", "Common neighbours", "3-paths",
-               "GNN novelty-aware", "GNN degree-adjusted"]
+               "Popularity (all edges)", "Popularity (relation)", "GNN novelty-aware", "GNN degree-adjusted"]
     assert t["method"].unique(maintain_order=True).to_list() == methods
     assert set(t["horizon"]) == {1, 3, 5} and set(t["min_degree"]) == {0, 5, 25} and set(t["min_count"]) == {1, 3}
     head = t.filter((pl.col("horizon") == 3) & (pl.col("min_degree") == 0) & (pl.col("min_count") == 1))
@@ -286,3 +286,55 @@ def test_the_tiny_run_reports_the_grid(tiny_run):
     assert (b.group_by("method").agg(pl.col("n_candidates").sum())["n_candidates"] == result.metrics["discover_candidates"]).all()
     table = result.table
     assert table["distance"].is_between(2, 4).all() and table["hub_pair"].dtype == pl.Boolean
+
+
+
+def test_every_ranking_reads_the_cut_graph(tiny_run):
+    """The heuristics of the retrospective tables rank from everything known at the cutoff (the cut
+    graph), not from the split's training graph, which lacks the newest 30% of the relation's edges
+    (issue #34: until then they read the training graph)."""
+    from hygrail.data import load_kg
+    from hygrail.metrics import ranking as auc_ap
+    from hygrail.stages import build_split, plain
+
+    cfg, result, out, _, _ = tiny_run
+    space, cut = result.space, result.graph
+    assert cut is space.kg
+    full = load_kg(plain(cfg.data), cutoff=2020)
+    future = retro.future_edges(full, cut, space.relation, 2020)
+    src, dst = space.pairs()
+    y = np.zeros(len(src), dtype=int)
+    y[space.positions(src, dst, future.src[future.year <= 2023], future.dst[future.year <= 2023])] = 1
+    row = pl.read_csv(out / "retrospective.csv").filter(
+        (pl.col("horizon") == 3) & (pl.col("min_degree") == 0) & (pl.col("min_count") == 1)
+        & (pl.col("method") == "Preferential attachment")).row(0, named=True)
+    want = auc_ap(y, cut.degree[src].astype(float) * cut.degree[dst])
+    assert row["n_answers"] == y.sum() and row["auc"] == pytest.approx(want["auc"], abs=1e-12)
+    assert row["ap"] == pytest.approx(want["ap"], abs=1e-12)
+    train = build_split(cfg, cut)[1].train_graph
+    assert auc_ap(y, train.degree[src].astype(float) * train.degree[dst])["auc"] != pytest.approx(want["auc"], abs=1e-6)
+
+
+def test_whole_space_auc_and_ap_are_exact_with_ties():
+    """retrospective's AUC and AP from tie groups equal sklearn's on heavily tied scores, for every
+    degree condition (the streamed form must not approximate)."""
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    rng = np.random.default_rng(3)
+    n = 5000
+    src, dst = rng.integers(0, 60, n), rng.integers(60, 120, n)
+    degree = rng.integers(0, 12, 120)
+    year = np.where(rng.random(n) < 0.03, rng.integers(2011, 2016, n), 0)
+    count = rng.integers(1, 5, n)
+    scores = {"ties": rng.integers(0, 7, n).astype(float), "fine": rng.random(n)}
+    grid = {"horizons": [1, 3], "min_degrees": [0, 4], "min_counts": [1, 3]}
+    r = retro.retrospective(scores, src, dst, year, count, degree, 2010, grid, ks=(5, 50), seed=1)
+    for row in r.table.iter_rows(named=True):
+        keep = (degree[src] >= row["min_degree"]) & (degree[dst] >= row["min_degree"])
+        y = retro.answers(year, count, 2010, row["horizon"], row["min_count"])[keep]
+        s = scores[row["method"]][keep]
+        assert row["n_answers"] == y.sum()
+        assert row["auc"] == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+        assert row["ap"] == pytest.approx(average_precision_score(y, s), abs=1e-12)
+        top = ranking(s, src[keep], dst[keep], 1)[:50]
+        assert row["precision_at_50"] == y[top].sum() / 50

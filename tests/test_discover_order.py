@@ -130,9 +130,9 @@ def both_orders(tmp_path_factory):
             seen = {"picks": []}
             real_review, real_like = run.review, run.like_reviewed
 
-            def spy_review(cfg, d, split, triage, routed, gnn, seen=seen):
+            def spy_review(cfg, d, split, triage, routed, gnn, graph, seen=seen):
                 seen |= {"triage": triage, "reviewed_scores": gnn.probability(routed.score)}
-                return real_review(cfg, d, split, triage, routed, gnn)
+                return real_review(cfg, d, split, triage, routed, gnn, graph)
 
             def spy_like(*args, seen=seen, **kw):
                 seen["picks"].append(real_like(*args, **kw))

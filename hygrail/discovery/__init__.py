@@ -57,7 +57,7 @@ def options(cfg: DictConfig) -> dict:
     from hygrail.discovery.trust import training_year
 
     training_year(cfg.llm.get("training_data_date"))
-    return d | {"ks": ks, "order": order}
+    return d | {"ks": ks, "order": order, "seed": int(cfg.seed)}
 
 
 # The retrospective grid and the novelty view (retro, novelty): option -> (least value, what it is).

@@ -34,8 +34,8 @@ candidates; hits@k (some answer in the top k) and recall@k (the share of its ans
 entities, with standard errors (sample standard deviation / sqrt(n)). Methods: the GNN, TSH
 (``scoring.TSHBlocks``, fit on validation as in ``task=run``) and the baselines of
 ``discover.entity_baselines``, each a function of the graph, the space and ``discover.compatible``,
-naming no data set (``BASELINES``). All read the split's training graph, the graph the GNN and TSH
-read:
+naming no data set (``BASELINES``). All read the cut graph (everything known at the cutoff), as
+the GNN and TSH do when they rank (``discovery/run.py``'s module docstring):
 
 - ``popularity``: the candidate's degree over all edge types (how studied it is);
 - ``relation_popularity``: its degree within the relation (how many targets use a precursor, how
@@ -226,6 +226,13 @@ def paths3(graph: KG, space: CandidateSpace, options: Mapping) -> Scorer:
     return lambda block: ((r[block.src] @ r) @ to_dst).toarray()
 
 
+def common_neighbours(graph: KG, space: CandidateSpace, options: Mapping) -> Scorer:
+    """Shared neighbours over every edge type (``method=cn``'s block form, for the whole space)."""
+    a = structure(graph)
+    to_dst = a[:, space.dst].tocsc()
+    return lambda block: (a[block.src] @ to_dst).toarray()
+
+
 # name -> (row label, the scorer's factory)
 BASELINES: dict[str, tuple[str, Callable[[KG, CandidateSpace, Mapping], Scorer]]] = {
     "popularity": ("Popularity (all edges)", popularity),
@@ -234,6 +241,25 @@ BASELINES: dict[str, tuple[str, Callable[[KG, CandidateSpace, Mapping], Scorer]]
     "paths3": ("3-paths", paths3),
 }
 LEARNED = {"gnn": "GNN", "tsh": "TSH"}
+# The per-entity table's two rows per method: entities known at the cutoff (they have a dated edge:
+# the whole space's sources) and entities first known after it (described only by static edges then).
+KNOWN_ROW, NEW_ROW = "known at the cutoff", "new: only static edges at the cutoff"
+
+
+def whole_space_baselines(d: Mapping) -> list[str]:
+    """The ``discover.entity_baselines`` that also rank the whole space in the retrospective tables
+    (3-paths is there already, as ``method=paths3``)."""
+    return [b for b in dict.fromkeys(d.get("entity_baselines") or []) if b != "paths3"]
+
+
+def baseline_options(d: Mapping) -> dict:
+    """What a baseline factory reads: ``discover.compatible``'s keys, the cutoff and the horizon
+    (the learned baselines fit on the window before the cutoff)."""
+    from hygrail.discovery.retro import headline
+
+    horizon = headline(d["horizons"], d["min_degrees"], d["min_counts"])[0]
+    return dict(d.get("compatible") or {}) | {"cutoff": d.get("cutoff"), "horizon": horizon,
+                                               "seed": d.get("seed", 0)}
 
 
 # -- retrospective per-entity metrics --------------------------------------------------------------
@@ -336,17 +362,26 @@ def entity_report(d: Mapping, wanted: Sequence[Entity], space: CandidateSpace, g
     if future is None:
         return report
     ks, names = sorted(int(k) for k in d["entity_ks"]), list(dict.fromkeys(d.get("entity_baselines") or []))
-    graph = split.train_graph
+    graph = space.kg  # the cut graph: everything known at the cutoff (run.py's module docstring)
     scorers = {"gnn": gnn, "tsh": TSHBlocks(split, d["tsh"], space),
-               **{b: BASELINES[b][1](graph, space, d.get("compatible") or {}) for b in names}}
+               **{b: BASELINES[b][1](graph, space, baseline_options(d)) for b in names}}
     labels = LEARNED | {b: BASELINES[b][0] for b in names}
     sources, n_answers, found = found_at(space, scorers, future.src, future.dst, ks, seed, int(d["block_pairs"]))
     if not len(sources):
         return report
-    report.retro = summarise(n_answers, found, labels, ks)
+    report.retro = summarise(n_answers, found, labels, ks).with_columns(pl.lit(KNOWN_ROW).alias("entities known"))
     report.metrics |= {"retro_entity_sources": float(len(sources)), "retro_entity_answers": float(n_answers.sum())}
-    for name, row in zip(found, report.retro.drop("method", "entities").iter_rows(named=True)):
+    for name, row in zip(found, report.retro.drop("method", "entities", "entities known").iter_rows(named=True)):
         report.metrics |= {f"retro_entity_{name}_{k}": v for k, v in row.items()}
+    if len(future.new_src):  # the cold-start row: entities first known after the cutoff, given by name
+        new, n_new, found_new = found_at(space, scorers, future.new_src, future.new_dst, ks, seed, int(d["block_pairs"]))
+        rows = summarise(n_new, found_new, labels, ks).with_columns(pl.lit(NEW_ROW).alias("entities known"))
+        for name, row in zip(found_new, rows.drop("method", "entities", "entities known").iter_rows(named=True)):
+            report.metrics |= {f"retro_entity_new_{name}_{k}": v for k, v in row.items()}
+        report.metrics |= {"retro_entity_new_sources": float(len(new)), "retro_entity_new_answers": float(n_new.sum())}
+        if names:
+            report.metrics |= {f"retro_entity_new_{key}": v for key, v in lift(found_new, names, ks)[2].items()}
+        report.retro = pl.concat([report.retro, rows])
     report.note = (f"{len(sources):,} {schema.display_name(rel.src)} entities gain {int(n_answers.sum()):,} "
                    f"{rel.label} edges after the cutoff (between nodes known by then); each method ranks all of "
                    f"an entity's candidates; mean ± standard error over the entities.")
@@ -356,6 +391,10 @@ def entity_report(d: Mapping, wanted: Sequence[Entity], space: CandidateSpace, g
         report.note += (f" Paired hits@{k} difference against the best baseline ({labels[best]}): "
                         + "; ".join(f"{label} {gains[f'{m}_lift_hits_at_{k}']:+.3f} ± {gains[f'{m}_lift_hits_at_{k}_se']:.3f}"
                                     for m, label in LEARNED.items()) + ".")
+    if "retro_entity_new_sources" in report.metrics:
+        report.note += (f" Rows '{NEW_ROW}': {int(report.metrics['retro_entity_new_sources']):,} entities first known after "
+                        f"the cutoff (a dated edge later), described then only by static edges, gain "
+                        f"{int(report.metrics['retro_entity_new_answers']):,}: the cold-start task, where the entity is given.")
     return report
 
 

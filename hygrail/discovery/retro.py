@@ -2,8 +2,10 @@
 
 With ``discover.cutoff=YEAR`` everything (training, calibration, evidence, candidate exclusion)
 sees only the edges dated <= YEAR (``KG.until``); the answers are the relation's edges first dated
-after YEAR between two nodes already known by then (an edge to an entity first mentioned later is
-not a candidate of any method; those are counted apart as ``future_unreachable``). Undated edges
+after YEAR between two nodes already known by then (``KG.known``: a dated edge by then, or created
+by then; a static edge, such as a composition, does not make a node known). An edge to an entity
+first known later is not a candidate of the whole space; those are counted apart as
+``future_unreachable`` and are the per-entity task's new-entity row, where the entity is given. Undated edges
 are neither answers nor misses: ``KG.until`` masks them, so no ranking holds them and none is
 penalised for a real link whose date is unknown (counted as ``retro_undated_excluded``). A future
 edge the ontology already implies at the cutoff (an ancestor of a known annotation) is no
@@ -56,14 +58,14 @@ anything beyond the hubs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import polars as pl
 
 from hygrail.discovery import KS
-from hygrail.discovery.space import ranking
+from hygrail.discovery.space import ranking, tiebreak
 from hygrail.kg import NO_YEAR, KG, DataError, Relation
 from hygrail.metrics import ranking as auc_ap
 
@@ -100,19 +102,26 @@ class Future:
     unreachable: int  # an end first appears after the cutoff: no method can propose them
     implied: int = 0  # implied at the cutoff by the ontology (not candidates)
     undated: int = 0  # observed edges of unknown date between known nodes: masked, neither answers nor misses
+    # New entities: a source not yet known at the cutoff but described there by static edges (a target
+    # first made later, known by its composition), to a known destination: the per-entity task's
+    # cold-start row, where the entity is given (He et al.'s unseen targets); not in the whole space.
+    new_src: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    new_dst: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    new_year: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def future_edges(kg: KG, known: KG, relation: Relation, cutoff: int) -> Future:
     edges = kg.relation_edges(relation)
     later = edges.filter(edges["year"] > cutoff)
     src, dst = later["src"].to_numpy(), later["dst"].to_numpy()
-    reach = (known.degree[src] > 0) & (known.degree[dst] > 0)
+    reach = known.known[src] & known.known[dst]
     implied = reach & known.excluded(src, dst)
     ok = reach & ~implied
     undated = edges.filter(edges["year"] == NO_YEAR)
-    n_undated = int(((known.degree[undated["src"].to_numpy()] > 0) & (known.degree[undated["dst"].to_numpy()] > 0)).sum())
+    n_undated = int((known.known[undated["src"].to_numpy()] & known.known[undated["dst"].to_numpy()]).sum())
+    new = ~known.known[src] & (known.degree[src] > 0) & known.known[dst]
     return Future(src[ok], dst[ok], later["year"].to_numpy()[ok], later["count"].to_numpy()[ok], int((~reach).sum()),
-                  int(implied.sum()), n_undated)
+                  int(implied.sum()), n_undated, src[new], dst[new], later["year"].to_numpy()[new])
 
 
 def future_of(src: np.ndarray, dst: np.ndarray, future: Future, n_nodes: int, same_type: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -235,6 +244,8 @@ class Retrospective:
     headline: tuple[int, int, int]  # (horizon, min_degree, min_count) of the headline rows
     paired: pl.DataFrame | None = None  # HyGRAIL against the GNN at each K, headline answers (``paired_precision``)
     order: str = "paper"  # the HyGRAIL list scored (``ORDERS``)
+    heads: dict = field(default_factory=dict)  # method -> its first positions at the headline (``keep_head``)
+    curves: dict = field(default_factory=dict)  # method -> precision@k, k = 1..max(ks), at the headline
 
     def headline_rows(self) -> pl.DataFrame:
         h, d, c = self.headline
@@ -258,35 +269,100 @@ def degree_mask(degree: np.ndarray, src: np.ndarray, dst: np.ndarray, min_degree
     return (degree[src] >= min_degree) & (degree[dst] >= min_degree)
 
 
-def retrospective(scores: Mapping[str, np.ndarray], src: np.ndarray, dst: np.ndarray, year: np.ndarray,
-                  count: np.ndarray, degree: np.ndarray, cutoff: int, grid: Mapping[str, Sequence[int]],
-                  ks: Sequence[int] = KS, seed: int = 0, n_buckets: int = 4) -> Retrospective:
+def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], src: np.ndarray, dst: np.ndarray,
+                  year: np.ndarray, count: np.ndarray, degree: np.ndarray, cutoff: int,
+                  grid: Mapping[str, Sequence[int]], ks: Sequence[int] = KS, seed: int = 0, n_buckets: int = 4,
+                  keep_head: int = 0) -> Retrospective:
     """Every ranking (``scores``: method -> score per candidate, higher first, ties by
-    ``space.tiebreak``) under every condition of ``grid`` (horizons, min_degrees, min_counts);
-    ``year``, ``count``: ``future_of``; ``degree``: per node, in the graph known at the cutoff."""
+    ``space.tiebreak``; or a function computing it, called once, so that one method's scores are
+    in memory at a time) under every condition of ``grid`` (horizons, min_degrees, min_counts);
+    ``year``, ``count``: ``future_of`` (full per-candidate arrays, or with ``year`` a tuple
+    (positions, years, counts) of the answers only); ``degree``: per node, in the graph known at
+    the cutoff; ``keep_head``: also keep each method's first ``keep_head`` positions at the
+    headline condition (``Retrospective.heads``, for ``paired_precision``).
+
+    Exact over every candidate and within memory at whole-graph size (HPO: 5.7e7 candidates): one
+    sort per method (its scores over the candidates pre-ordered by the tiebreak), then each
+    condition's ROC-AUC (Mann-Whitney, ties counted half) and AP (sklearn's: one threshold per
+    distinct score) from the answers' positions and the tie groups of the sorted scores, in
+    O(answers) each; ``tests/test_discover_eval.py`` checks both against sklearn. Peak ~6 arrays
+    of 8 B per candidate."""
     horizons, min_degrees, min_counts = grid["horizons"], grid["min_degrees"], grid["min_counts"]
-    orders = {name: ranking(s, src, dst, seed) for name, s in scores.items()}
-    labels = {(h, c): answers(year, count, cutoff, h, c) for h in horizons for c in min_counts}
-    rows = []
-    for d in min_degrees:
-        keep = degree_mask(degree, src, dst, d)
-        for name, s in scores.items():
-            order = orders[name][keep[orders[name]]]
+    src, dst = np.asarray(src), np.asarray(dst)
+    n = len(src)
+    if isinstance(year, tuple):
+        a_pos, a_year, a_count = (np.asarray(x, dtype=np.int64) for x in year)
+    else:
+        a_pos = np.flatnonzero(np.asarray(year) > 0)
+        a_year, a_count = np.asarray(year, dtype=np.int64)[a_pos], np.asarray(count, dtype=np.int64)[a_pos]
+    is_answer = np.zeros(n, dtype=bool)
+    is_answer[a_pos] = True
+    sorted_pos = np.argsort(a_pos)
+    tie_order = np.argsort(tiebreak(src, dst, seed), kind="stable")
+    head = headline(horizons, min_degrees, min_counts)
+    deg_src, deg_dst = degree[src], degree[dst]
+    product = deg_src.astype(np.float64) * deg_dst
+    base = np.ones(n, dtype=bool) if head[1] <= 0 else (deg_src >= head[1]) & (deg_dst >= head[1])
+    edges = np.unique(np.quantile(product[base], np.arange(1, n_buckets) / n_buckets)) if base.any() else np.zeros(0)
+    bucket = np.searchsorted(edges, product, side="left").astype(np.int16)  # edges[b-1] < product <= edges[b]
+    del product
+    labels_for = {(h, c): (a_year <= cutoff + h) & (a_count >= c) for h in horizons for c in min_counts}
+    rows, bucket_rows, heads, curves = [], [], {}, {}
+    top = max(ks)
+    for name, given in scores.items():
+        s = np.asarray(given() if callable(given) else given, dtype=np.float64)
+        if len(s) != n:
+            raise ValueError(f"retrospective: {name} has {len(s)} scores for {n} candidates")
+        order = tie_order[np.argsort(-s[tie_order], kind="stable")]
+        for d in min_degrees:
+            keep = None if d <= 0 else (deg_src >= d) & (deg_dst >= d)
+            od = order if keep is None else order[keep[order]]
+            sd = s[od]
+            change = np.flatnonzero(sd[1:] != sd[:-1]) + 1
+            starts, ends = np.concatenate([[0], change]), np.concatenate([change, [len(od)]])
+            del sd, change
+            ranks = np.flatnonzero(is_answer[od])  # positions of the answers in this list, ascending
+            which = sorted_pos[np.searchsorted(a_pos[sorted_pos], od[ranks])]  # the answer at each
             for h in horizons:
                 for c in min_counts:
-                    y = labels[(h, c)]
-                    n = int(y[keep].sum())
-                    at_k = ranking_metrics(y[order], n, ks)
-                    ra = auc_ap(y[keep], s[keep])
+                    r = ranks[labels_for[(h, c)][which]]
                     rows.append({"method": name, "horizon": h, "min_degree": d, "min_count": c,
-                                 "n_candidates": int(keep.sum()), "n_answers": n,
-                                 "auc": ra.get("auc", float("nan")), "ap": ra.get("ap", float("nan"))}
-                                | {k: v for k, v in at_k.items() if k.startswith(("precision", "recall"))})
-    head = headline(horizons, min_degrees, min_counts)
-    keep = degree_mask(degree, src, dst, head[1])
-    buckets = bucket_table({n: o[keep[o]] for n, o in orders.items()}, labels[(head[0], head[2])],
-                           degree[src].astype(np.float64) * degree[dst], n_buckets, ks, keep)
-    return Retrospective(pl.DataFrame(rows), buckets, head)
+                                 "n_candidates": len(od), "n_answers": len(r)}
+                                | _auc_ap(r, starts, ends, len(od)) | _at_k(r, len(r), ks))
+                    if (h, d, c) == head:
+                        curves[name] = np.cumsum(np.bincount(r[r < top], minlength=top)[:top]) / np.arange(1, top + 1)
+                        if keep_head:
+                            heads[name] = od[:keep_head].copy()
+                        bucket_rows += _buckets(name, od, r, bucket, lambda i: deg_src[i].astype(np.float64) * deg_dst[i],
+                                                len(edges) + 1, ks)
+            del od, starts, ends
+        del s, order
+    return Retrospective(pl.DataFrame(rows), pl.DataFrame(bucket_rows), head, heads=heads, curves=curves)
+
+
+def _auc_ap(ranks: np.ndarray, starts: np.ndarray, ends: np.ndarray, n: int) -> dict[str, float]:
+    """Exact ROC-AUC and AP of a sorted list whose answers sit at ``ranks`` (ascending), the list's
+    equal scores forming the groups [starts[g], ends[g]); NaN when one class is missing."""
+    p = len(ranks)
+    if p == 0 or p == n:
+        return {"auc": float("nan"), "ap": float("nan")}
+    g, pos_g = np.unique(np.searchsorted(starts, ranks, side="right") - 1, return_counts=True)
+    end, size = ends[g], ends[g] - starts[g]
+    cum_pos = np.cumsum(pos_g)
+    neg_below = (n - p) - (end - cum_pos)  # negatives scored strictly lower than the group
+    auc = float(np.sum(pos_g * (neg_below + 0.5 * (size - pos_g))) / (p * (n - p)))
+    ap = float(np.sum(pos_g / p * cum_pos / end))
+    return {"auc": auc, "ap": ap}
+
+
+def _at_k(ranks: np.ndarray, n_future: int, ks: Sequence[int]) -> dict[str, float]:
+    """precision@K and recall@K of a list whose answers sit at ``ranks`` (0-based, ascending)."""
+    out = {}
+    for k in ks:
+        found = int(np.searchsorted(ranks, k))
+        out[f"precision_at_{k}"] = found / k
+        out[f"recall_at_{k}"] = found / n_future if n_future else 0.0
+    return out
 
 
 def bucket_table(orders: Mapping[str, np.ndarray], labels: np.ndarray, degree_product: np.ndarray, n_buckets: int,
@@ -295,24 +371,34 @@ def bucket_table(orders: Mapping[str, np.ndarray], labels: np.ndarray, degree_pr
     buckets of the candidates in ``keep``; tied quantiles merge buckets): its list restricted to
     the bucket (precision@K, recall@K), and how much of its top max(K) over all candidates lies in
     the bucket (``in_top``) with how many answers there (``hits_in_top``). A ranking whose top is all
-    in the last bucket finds only pairs of hubs."""
+    in the last bucket finds only pairs of hubs. (``retrospective`` computes the same rows list by list.)"""
     keep = np.ones(len(labels), dtype=bool) if keep is None else keep
     edges = np.unique(np.quantile(degree_product[keep], np.arange(1, n_buckets) / n_buckets)) if keep.any() else []
-    bucket = np.searchsorted(edges, degree_product, side="left")  # edges[b-1] < product <= edges[b]
-    top = max(ks)
+    bucket = np.searchsorted(edges, degree_product, side="left")
     rows = []
     for name, order in orders.items():
-        head = order[:top]
-        for b in range(len(edges) + 1):
-            sel = keep & (bucket == b)
-            if not sel.any():
-                continue
-            n = int(labels[sel].sum())
-            mine = order[sel[order]]
-            at_k = ranking_metrics(labels[mine], n, ks)
-            rows.append({"method": name, "bucket": b + 1,
-                         "degree_product": f"{degree_product[sel].min():g}-{degree_product[sel].max():g}",
-                         "n_candidates": int(sel.sum()), "n_answers": n, f"in_top_{top}": int(sel[head].sum()),
-                         f"hits_in_top_{top}": int(labels[head][sel[head]].sum())}
-                        | {k: v for k, v in at_k.items() if k.startswith(("precision", "recall"))})
+        order = order[keep[order]]
+        rows += _buckets(name, order, np.flatnonzero(labels[order]), bucket, lambda i: degree_product[i],
+                         len(edges) + 1, ks)
     return pl.DataFrame(rows)
+
+
+def _buckets(name: str, od: np.ndarray, ranks: np.ndarray, bucket: np.ndarray, product_of: Callable,
+             n_buckets: int, ks: Sequence[int]) -> list[dict]:
+    """``bucket_table``'s rows for one list (``od``: candidate positions in list order; answers at
+    ``ranks``; ``product_of``: the degree product of candidate positions)."""
+    top = max(ks)
+    b_sorted = bucket[od]
+    rows = []
+    for b in range(n_buckets):
+        members = np.flatnonzero(b_sorted == b)
+        if not len(members):
+            continue
+        mine = ranks[b_sorted[ranks] == b]
+        within = np.searchsorted(members, mine)  # each answer's position in the bucket's own list
+        product = product_of(od[members])
+        rows.append({"method": name, "bucket": b + 1, "degree_product": f"{product.min():g}-{product.max():g}",
+                     "n_candidates": len(members), "n_answers": len(mine),
+                     f"in_top_{top}": int(np.searchsorted(members, top)), f"hits_in_top_{top}": int(np.searchsorted(mine, top))}
+                    | _at_k(within, len(mine), ks))
+    return rows

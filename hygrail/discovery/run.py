@@ -7,9 +7,25 @@
 
 The GNN, its threshold, the band [a*, b*] and gamma come from the split's validation part exactly
 as in ``task=run`` (``stages.gnn_stage``, ``stages.val_gamma``: the same cached model and
-replies); nothing is tuned on the candidates. Candidates are scored on the split's training graph,
-the graph the band was calibrated on (its validation/test positives are observed edges, so they
-are not candidates either); evidence comes from the same graph, as in ``task=run``.
+replies); nothing is tuned on the candidates.
+
+Which graph each stage reads (DESIGN.md, fourth wave). With a cutoff there are three: the *training
+graph* (the split's train edges), the *cut graph* (everything known at the cutoff: ``KG.until``)
+and the full graph (only for the answers, ``retro.future_edges``); without one the cut graph is the
+whole KG.
+
+- training graph: training the GNN, its validation scores, the threshold, the band and gamma, TSH's
+  validation fit, and the validation/test hypotheses' evidence for the reviewer (there the held-out
+  links are not edges);
+- cut graph: every ranking that is scored or listed. The GNN passes messages and reads its pair
+  features over it (``load_scorer(graph=...)``), and so do TSH's descriptors, every heuristic and
+  learned baseline of the retrospective tables, the per-entity lists, the candidates' evidence
+  (the reviewer's and the cards'), and the novelty view. The split's validation and test positives
+  are edges of it, so they are not candidates.
+
+Calibration thresholds were set on scores read from the training graph, so the same threshold on
+cut-graph scores is an approximation (degrees are ~1/0.7 larger); the band's counts on the page are
+reported as such, and no figure of the retrospective depends on them.
 """
 
 from __future__ import annotations
@@ -33,7 +49,7 @@ from hygrail.discovery.novelty import distances, hub_pairs, novelty_scores
 from hygrail.discovery.retro import (Retrospective, answers, check_cutoff, degree_mask, future_edges, future_of,
                                      hygrail_order, paired_precision, retrospective, reviewed_order)
 from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, PreferentialAttachment, TSHBlocks, two_stage, walk
-from hygrail.discovery.space import CandidateSpace, ranking
+from hygrail.discovery.space import CandidateSpace, tiebreak
 from hygrail.discovery.trust import REGION_TEXT, accept_warning, contamination, region_precision, reviewer_figures
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import DataError
@@ -58,7 +74,7 @@ class Discovery:
     retro: Retrospective | None = None  # the rankings scored against the future edges (cutoff only)
     curves: dict[str, np.ndarray] = field(default_factory=dict)  # precision@k, k = 1..max(ks)
     space: CandidateSpace | None = None  # the candidates (on the graph known by the cutoff)
-    graph: object = None  # the split's training graph: what the GNN, TSH and the evidence read
+    graph: object = None  # the cut graph: what every ranking, list and candidate's evidence read
     entities: entities.EntityReport | None = None  # discover.entities' lists, the per-entity retrospective
     lists: pl.DataFrame | None = None  # discover.entity_lists: every source entity's best entity_k
 
@@ -98,10 +114,6 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
         known = kg
     space = CandidateSpace(known, relation)
     wanted = entities.options(d, space)  # before any training: a misspelt entity fails in seconds
-    if cutoff is not None and space.size > int(d["eval_max_pairs"]):
-        raise DataError(f"discover.cutoff={cutoff}: the retrospective evaluation keeps every candidate's score per "
-                        f"method; {space.size:,} candidates exceed discover.eval_max_pairs={d['eval_max_pairs']:,} "
-                        f"(use a subgraph: data.subgraph_nodes)")
     short = d.get("shortlist")
     exact = short is None or (short == "auto" and space.size <= int(d["exact_max_pairs"]))
     if cutoff is not None and not exact:
@@ -114,7 +126,8 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     triage, metrics, _ = gnn_stage(cfg, known, split, logger)
     from hygrail.triage.train import load_scorer
 
-    scorer = load_scorer(split, plain(cfg.backbone), seed, Path(cfg.paths.cache) / "triage", int(d["encode_edges"]))
+    scorer = load_scorer(split, plain(cfg.backbone), seed, Path(cfg.paths.cache) / "triage", int(d["encode_edges"]),
+                         graph=known)
     band = Band(triage.band[0], triage.band[1], True, True)  # clipped cuts route exactly as the infinite ones
     gnn = GNNBlocks(scorer, space)
     timer["prepare"] = time.perf_counter() - t0
@@ -145,13 +158,13 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     reviewed, decisions, gamma = [], np.zeros(0, dtype=np.int8), None
     metrics |= region_precision(split, triage)  # held-out precision per region; review() redoes it with test reviews
     if targets is not None and len(targets.score):
-        reviewed, decisions, gamma, review_metrics = review(cfg, d, split, triage, targets, gnn)
+        reviewed, decisions, gamma, review_metrics = review(cfg, d, split, triage, targets, gnn, known)
         metrics |= review_metrics
     timer["review"] = time.perf_counter() - t0
 
     # -- the ranked table --------------------------------------------------------------------------
     t0 = time.perf_counter()
-    table = build_table(cfg, split, triage, band, w, head_prob, reviewed, decisions, order, gamma)
+    table = build_table(cfg, split, triage, band, w, head_prob, reviewed, decisions, order, gamma, graph=known)
     n_demoted, n_reordered, first = listed_moves(table)
     metrics |= {"discover_listed_demoted": float(n_demoted), "discover_listed_reordered": float(n_reordered),
                 "discover_listed_first_differs_at": float(first)}
@@ -163,7 +176,7 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
                                              dtype=pl.Int32))
     timer["table"] = time.perf_counter() - t0
 
-    result = Discovery(table.select(COLUMNS), metrics, default_out(cfg), {}, space=space, graph=split.train_graph)
+    result = Discovery(table.select(COLUMNS), metrics, default_out(cfg), {}, space=space, graph=known)
     if w.lists is not None:
         result.lists = entity_lists(w.lists, known, gnn, exact)
         metrics["discover_entity_lists"] = float(result.lists["left_id"].n_unique())
@@ -184,12 +197,14 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     return result
 
 
-def review(cfg: DictConfig, d: dict, split, triage, routed, gnn: GNNBlocks):
+def review(cfg: DictConfig, d: dict, split, triage, routed, gnn: GNNBlocks, graph):
     """LLM review of ``routed`` (the best routed candidates under ``discover.order=paper``, the head
     of the GNN's list under ``reviewed``), the rule (``llm.decision``: gamma, or the combined model
     of ``calibrated``) fit on validation hypotheses drawn where the reviewed candidates lie
     (``like_reviewed``), and test hypotheses drawn the same way for the reviewed region's held-out
-    precision (``trust``): (reviewed, decisions, the rule's fit, metrics). The draw is from the
+    precision (``trust``): (reviewed, decisions, the rule's fit, metrics). The candidates' evidence
+    is read from ``graph`` (the cut graph), the validation and test hypotheses' from the training
+    graph, where they are not edges. The draw is from the
     routed hypotheses under ``paper`` (the candidates are routed ones) and from every validation
     (test) hypothesis under ``reviewed`` (the candidates may lie above b*, or below a*)."""
     mode = load_mode(plain(cfg.evidence), plain(cfg.relation)["templates"], triage.calibrated())
@@ -208,6 +223,7 @@ def review(cfg: DictConfig, d: dict, split, triage, routed, gnn: GNNBlocks):
     with reviewer_for(cfg, mode, split) as reviewer:
         rev_val = reviewer.review(hypotheses(split.part("val"), pick_val, triage.scores.val))
         rev_test = reviewer.review(hypotheses(split.part("test"), pick_test, triage.scores.test))
+        reviewer.graph = graph  # one server, one cache: only where the evidence is read changes
         reviewed = reviewer.review(hyps)
         metrics = reviewer.metrics()
         cache = reviewer.cache_path()
@@ -249,15 +265,16 @@ def like_reviewed(scores: np.ndarray, routed: np.ndarray, reviewed: np.ndarray, 
 
 
 def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.ndarray, reviewed: list,
-                decisions: np.ndarray, order: str = "paper", fit=None) -> pl.DataFrame:
+                decisions: np.ndarray, order: str = "paper", fit=None, graph=None) -> pl.DataFrame:
     """The head (best ``top_k`` by GNN score: the first ``len(head_prob)`` of ``w.head``) and every
     reviewed candidate, in HyGRAIL's order (``discover.order``: ``retro.hygrail_order`` or
     ``retro.reviewed_order``, the latter ordering the accepted by ``calibrate.priority`` under the
-    rule as fit, ``fit``), with evidence for each row. Under ``reviewed`` a reviewed row's verdict is
-    the rule's whatever its region, and it says why (``calibrate.reason``)."""
+    rule as fit, ``fit``), with evidence for each row read from ``graph`` (the cut graph; default the
+    split's training graph). Under ``reviewed`` a reviewed row's verdict is the rule's whatever its
+    region, and it says why (``calibrate.reason``)."""
     from hygrail.evidence.naturalize import Template
 
-    graph = split.train_graph
+    graph = split.train_graph if graph is None else graph
     rows: dict[tuple[int, int], dict] = {}
     n_head = len(head_prob)
     for i, (s, t, p) in enumerate(zip(w.head.src[:n_head].tolist(), w.head.dst[:n_head].tolist(), head_prob.tolist())):
@@ -334,86 +351,120 @@ def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.nda
 def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlocks, band: Band, w, reviewed: list,
              decisions: np.ndarray, future, n_nodes: int, fit=None):
     """Every ranking of the whole candidate space under every condition of the retrospective grid
-    (``retro``): (``retro.Retrospective``, the headline's precision@k curves, metrics). The
-    rankings: the GNN, HyGRAIL (in ``discover.order``'s order, the list the report shows; ``fit``:
-    the review rule as fit, which orders the accepted under ``reviewed``; paired against the GNN at
-    ``ks`` and K = the review budget, ``retro.paired_precision``), TSH, preferential attachment,
-    common neighbours (every edge type),
-    for a relation between two node types the 3-path count (its common neighbours *in the
-    relation* are 0 by construction: ``baselines.structural``), and the GNN's novelty-aware and
-    degree-adjusted scores (``novelty``), all on the split's training graph, the graph the GNN read."""
-    from hygrail.baselines import structural
-
+    (``retro``), exactly over every candidate: (``retro.Retrospective``, the headline's precision@k
+    curves, metrics). The rankings, all read from the cut graph (``space.kg``), as the GNN's: the
+    GNN, HyGRAIL (in ``discover.order``'s order, the list the report shows; ``fit``: the review rule
+    as fit, which orders the accepted under ``reviewed``; paired against the GNN at ``ks`` and K =
+    the review budget, ``retro.paired_precision``), TSH, preferential attachment, common neighbours
+    (every edge type), for a relation between two node types the 3-path count (its common
+    neighbours *in the relation* are 0 by construction: ``baselines.structural``), every baseline of
+    ``discover.entity_baselines`` over the whole space too (popularity, the relation's popularity
+    (e.g. precursor popularity), compatible popularity, the learned baselines), and, up to
+    ``discover.eval_max_pairs`` candidates, the GNN's novelty-aware and degree-adjusted scores
+    (``novelty``: a graph distance per pair, too slow beyond). Each method is scored by one walk
+    when its turn comes and freed after (``retro.retrospective``)."""
     seed, block = int(cfg.seed), int(d["block_pairs"])
-    graph = split.train_graph
-    src, dst = space.pairs(block)
-    pa = walk(space, PreferentialAttachment(graph, space), 1, seed, block, keep=True, desc="preferential attachment").scores
+    graph = space.kg
+    src, dst = space.pairs(block, dtype=np.int32)
+
+    def walked(make, label):
+        return lambda: walk(space, make(), 1, seed, block, keep=True, desc=label).scores
+
+    moved = {}  # hygrail_scores: where HyGRAIL's list first differs from the GNN's
     scores = {"gnn": w.scores,
-              "tsh": walk(space, TSHBlocks(split, d["tsh"], space), 1, seed, block, keep=True, desc="TSH").scores,
-              "pa": pa, "cn": structural.common_neighbours(graph, src, dst)}
+              "hygrail": lambda: hygrail_scores(cfg, d, space, src, dst, gnn, band, w, reviewed, decisions, fit, moved),
+              "tsh": walked(lambda: TSHBlocks(split, d["tsh"], space), "TSH"),
+              "pa": walked(lambda: PreferentialAttachment(graph, space), "preferential attachment"),
+              "cn": walked(lambda: entities.common_neighbours(graph, space, {}), "common neighbours")}
     if not space.same_type:
-        scores["paths3"] = structural.paths3(graph, space.relation, src, dst)
-    scores["novelty"], scores["degree_adjusted"] = novelty_scores(
-        w.scores, distances(graph, src, dst, int(d["distance_cap"])), pa, float(d["novelty_beta"]))
-    # HyGRAIL: the reviewed candidates found in the walk order by their keys; its score is its list
-    # position, reversed (AUC and AP of a ranking that has no score of its own).
-    keys = src * n_nodes + dst
-    by_key = np.argsort(keys)
-    llm_yes, llm_no, conf = (np.zeros(len(src), bool), np.zeros(len(src), bool), np.zeros(len(src)))
-    prio = np.full(len(src), np.nan)
-    if reviewed:
-        rk = np.array([r.hypothesis.src * n_nodes + r.hypothesis.dst for r in reviewed])
-        at = by_key[np.searchsorted(keys[by_key], rk)]
-        llm_yes[at[decisions == 1]] = True
-        llm_no[at[decisions == 0]] = True
-        conf[at] = [r.result.confidence if r.result and r.result.confidence is not None else 0.0 for r in reviewed]
-        if fit is not None:
-            prio[at] = calibrate.priority([r.result for r in reviewed], fit, cfg.llm.get("decision", "paper"),
-                                          np.array([r.hypothesis.score for r in reviewed], dtype=float))
-    gnn_order = ranking(w.scores, src, dst, seed)
-    if d.get("order", "paper") == "reviewed":
-        order = reviewed_order(gnn_order, llm_yes | llm_no, llm_yes, prio)
-    else:
-        order = hygrail_order(gnn_order, route(gnn.probability(w.scores), band) == 1, llm_yes, llm_no, conf)
-    scores["hygrail"] = np.empty(len(src))
-    scores["hygrail"][order] = np.arange(len(src), 0, -1, dtype=np.float64)
-    scores = {METHODS[k]: scores[k] for k in METHODS if k in scores}
-    year, count = future_of(src, dst, future, n_nodes, space.same_type)
+        scores["paths3"] = walked(lambda: entities.paths3(graph, space, {}), "3-paths")
+    for b in entities.whole_space_baselines(d):
+        scores[b] = walked(lambda b=b: entities.BASELINES[b][1](graph, space, entities.baseline_options(d)),
+                           entities.BASELINES[b][0])
+    if space.size <= int(d["eval_max_pairs"]):
+        pa = walk(space, PreferentialAttachment(graph, space), 1, seed, block, keep=True).scores
+        scores["novelty"], scores["degree_adjusted"] = novelty_scores(
+            w.scores, distances(graph, src, dst, int(d["distance_cap"])), pa, float(d["novelty_beta"]))
+    labels = METHODS | {b: entities.BASELINES[b][0] for b in entities.whole_space_baselines(d)}
+    scores = {labels[k]: v for k, v in scores.items()}
+    pos = space.positions(src, dst, future.src, future.dst)
+    if (pos < 0).any():
+        raise RuntimeError(f"{int((pos < 0).sum())} reachable future edges are no candidates of the cut graph")
     counted = bool((space.kg.relation_edges(space.relation)["count"] > 1).any() or (future.count > 1).any())
     grid = {"horizons": d["horizons"], "min_degrees": d["min_degrees"],
             "min_counts": d["min_counts"] if counted else [1]}  # a KG without counts: every link has one
-    result = retrospective(scores, src, dst, year, count, space.kg.degree, int(cfg.discover.cutoff), grid, d["ks"],
-                           seed, int(d["degree_buckets"]))
-    h, min_deg, min_count = result.headline
-    keep = degree_mask(space.kg.degree, src, dst, min_deg)
-    y = answers(year, count, int(cfg.discover.cutoff), h, min_count) * keep
     ks = d["ks"]
     budget = int(d["review_budget"]["candidates"])
-    paired = paired_precision(order[keep[order]], gnn_order[keep[gnn_order]], y, [*ks, *([budget] if budget else [])])
+    result = retrospective(scores, src, dst, (pos, future.year, future.count), None, space.kg.degree,
+                           int(cfg.discover.cutoff), grid, ks, seed, int(d["degree_buckets"]),
+                           keep_head=max([*ks, budget]))
+    h, min_deg, min_count = result.headline
+    keep = degree_mask(space.kg.degree, src, dst, min_deg)
+    y = np.zeros(len(src), dtype=np.int8)
+    y[pos[answers(future.year, future.count, int(cfg.discover.cutoff), h, min_count) == 1]] = 1
+    y *= keep
+    order, gnn_order = result.heads[METHODS["hygrail"]], result.heads[METHODS["gnn"]]
+    paired = paired_precision(order, gnn_order, y, [*ks, *([budget] if budget else [])])
     paired = paired.with_columns(pl.when(pl.col("K") == budget).then(pl.lit("= review budget")).otherwise(pl.lit(""))
                                  .alias("K is"))
     result = dataclasses.replace(result, paired=paired, order=d.get("order", "paper"))
-    curves = {}
-    for name, s in scores.items():
-        hits = y[ranking(s, src, dst, seed)][: max(ks)]
-        curves[name] = np.cumsum(hits) / np.arange(1, len(hits) + 1)
-    differ = np.flatnonzero(order != gnn_order)
+    curves = result.curves
     metrics = {"retro_future_edges": float(len(future.src)), "retro_future_unreachable": float(future.unreachable),
                "retro_future_implied": float(future.implied), "retro_undated_excluded": float(future.undated),
                "retro_counts_known": float(counted),
                "retro_last_year": float(future.year.max()) if len(future.year) else float("nan"),
                # the whole-space list position where HyGRAIL's list first differs from the GNN's (0: never)
-               "retro_hygrail_first_differs_at": float(differ[0] + 1) if len(differ) else 0.0}
+               "retro_hygrail_first_differs_at": float(moved.get("first", 0))}
     metrics["retro_review_budget"] = float(budget)
     for row in paired.iter_rows(named=True):  # the paired difference to the GNN at each K (headline answers)
         metrics |= {f"retro_hygrail_minus_gnn_precision_at_{row['K']}": row["HyGRAIL - GNN"],
                     f"retro_hygrail_gained_at_{row['K']}": float(row["gained"]),
                     f"retro_hygrail_lost_at_{row['K']}": float(row["lost"])}
-    key = {label: k for k, label in METHODS.items()}
+    key = {label: k for k, label in labels.items()}
     for row in result.headline_rows().iter_rows(named=True):
         metrics |= {f"retro_{key[row['method']]}_{k}": float(v) for k, v in row.items()
                     if k not in ("method", "horizon", "min_degree", "min_count", "n_candidates")}
     return result, curves, metrics
+
+
+def hygrail_scores(cfg: DictConfig, d: dict, space: CandidateSpace, src: np.ndarray, dst: np.ndarray, gnn: GNNBlocks,
+                   band: Band, w, reviewed: list, decisions: np.ndarray, fit, moved: dict) -> np.ndarray:
+    """HyGRAIL's list over the whole space as a score (higher first; ties by the same tiebreak as
+    the GNN's), exactly ``retro.hygrail_order`` / ``retro.reviewed_order`` of the GNN's logits L
+    without sorting the space: each group of the order is L shifted past the others' range (R > |L|),
+    and the few reviewed candidates the rule accepts get their rank within their group (by
+    confidence or priority, then GNN order). ``moved["first"]``: the 1-based position where the list
+    first differs from the GNN's (0: never)."""
+    logits = w.scores
+    h = logits.astype(np.float64, copy=True)
+    if not reviewed:
+        return h
+    at = space.positions(src, dst, np.array([r.hypothesis.src for r in reviewed]),
+                         np.array([r.hypothesis.dst for r in reviewed]))
+    r = float(np.abs(logits).max()) + 1.0
+    moves = np.ones(len(at), dtype=bool)
+    if d.get("order", "paper") == "reviewed":
+        key = calibrate.priority([x.result for x in reviewed], fit, cfg.llm.get("decision", "paper"),
+                                 np.array([x.hypothesis.score for x in reviewed], dtype=float)) if fit is not None \
+            else np.zeros(len(reviewed))
+    else:
+        key = np.array([x.result.confidence if x.result and x.result.confidence is not None else 0.0 for x in reviewed])
+        above = route(gnn.probability(logits), band) == 1
+        h[above] += 4 * r + len(at) + 1  # above b*: first, in GNN order, whatever a review said
+        moves = ~above[at]
+    yes, no = at[moves & (decisions == 1)], at[moves & (decisions == 0)]
+    key = np.nan_to_num(np.asarray(key, dtype=np.float64)[moves & (decisions == 1)], nan=0.0)
+    first = np.lexsort((tiebreak(src[yes], dst[yes], int(cfg.seed)), -logits[yes], -key))
+    h[no] = logits[no] - 3 * r  # rejected: last, in GNN order
+    h[yes[first]] = 2 * r + np.arange(len(yes), 0, -1)  # accepted: after any above b*, by key then GNN order
+    # only reviewed candidates move: the lists first differ at the smallest position any of them holds in
+    # either list, among those whose two positions differ
+    tb = tiebreak(src, dst, int(cfg.seed))
+    rank = lambda s, i: int(np.count_nonzero(s > s[i]) + np.count_nonzero((s == s[i]) & (tb < tb[i])))  # noqa: E731
+    pairs = [(rank(logits, i), rank(h, i)) for i in at]
+    differ = [min(a, b) for a, b in pairs if a != b]
+    moved["first"] = min(differ) + 1 if differ else 0
+    return h
 
 
 def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float, gamma, w, n_reviewed: int,

@@ -58,12 +58,34 @@ class CandidateSpace:
             valid &= src[:, None] < self.dst[None, :]
         return Block(src, valid)
 
-    def pairs(self, block_size: int = 1 << 18) -> tuple[np.ndarray, np.ndarray]:
+    def pairs(self, block_size: int = 1 << 18, dtype=np.int64) -> tuple[np.ndarray, np.ndarray]:
         """Every candidate as (src, dst) arrays in walk order (source-major, then destination), the
-        order in which ``walk`` keeps scores: only for spaces small enough to evaluate in memory."""
-        out = [(np.broadcast_to(b.src[:, None], b.valid.shape)[b.valid], np.broadcast_to(self.dst, b.valid.shape)[b.valid])
-               for b in self.blocks(self.block_size(block_size))]
-        return tuple(np.concatenate([x[i] for x in out]) if out else np.zeros(0, np.int64) for i in (0, 1))
+        order in which ``walk`` keeps scores; sorted by (src, dst), since both node lists are.
+        ``dtype``: int32 halves the memory at whole-graph size (5.7e7 HPO candidates: 0.46 GB)."""
+        src, dst = np.empty(self.size, dtype=dtype), np.empty(self.size, dtype=dtype)
+        at = 0
+        for b in self.blocks(self.block_size(block_size)):
+            n = int(b.valid.sum())
+            src[at:at + n] = np.broadcast_to(b.src[:, None], b.valid.shape)[b.valid]
+            dst[at:at + n] = np.broadcast_to(self.dst, b.valid.shape)[b.valid]
+            at += n
+        if at != self.size:
+            raise RuntimeError(f"candidate space: {at} candidates walked, {self.size} counted")
+        return src, dst
+
+    def positions(self, src_all: np.ndarray, dst_all: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """Walk-order positions of the pairs (src[i], dst[i]) among ``pairs()``'s (``src_all``,
+        ``dst_all``), -1 where a pair is no candidate; same-type pairs in either order."""
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        if self.same_type:
+            src, dst = np.minimum(src, dst), np.maximum(src, dst)
+        lo, hi = np.searchsorted(src_all, src, "left"), np.searchsorted(src_all, src, "right")
+        out = np.full(len(src), -1, dtype=np.int64)
+        for i in range(len(src)):  # answers and reviews: thousands, each a search within one source's row
+            j = lo[i] + int(np.searchsorted(dst_all[lo[i]:hi[i]], dst[i]))
+            if j < hi[i] and dst_all[j] == dst[i]:
+                out[i] = j
+        return out
 
     def contains(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """Whether each (src[i], dst[i]) is a candidate of this space (oriented as the relation;

@@ -206,16 +206,21 @@ class Scorer:
         return self.z[nodes]
 
 
-def load_scorer(split: Split, backbone_cfg: Mapping, seed: int, cache_dir: Path, encode_edges: int | None = None) -> Scorer:
+def load_scorer(split: Split, backbone_cfg: Mapping, seed: int, cache_dir: Path, encode_edges: int | None = None,
+                graph: KG | None = None) -> Scorer:
     """The cached model of (split, backbone_cfg, seed) as a ``Scorer``; trains it first if the
-    cache lacks it. ``encode_edges``: see ``by_destination``."""
+    cache lacks it. ``encode_edges``: see ``by_destination``. ``graph``: the graph the model passes
+    messages over and reads its pair features from when it scores (same node ids as the split's;
+    default its training graph, the one it was trained and calibrated on). Discovery passes the
+    whole cut graph: a list read "today" must not ignore the split's most recent 30% of what is known."""
     cfg = plain_config(backbone_cfg)
     ckpt = triage_scores(split, cfg, seed, cache_dir).checkpoint
-    backbone, graph = build_backbone(split.train_graph, split.relation, cfg)
+    graph_kg = split.train_graph if graph is None else graph
+    backbone, hetero = build_backbone(graph_kg, split.relation, cfg)
     module = TriageModule.load_from_checkpoint(
-        ckpt, map_location="cpu", backbone=backbone, graph=graph, relation=(split.relation.src, split.relation.dst)
+        ckpt, map_location="cpu", backbone=backbone, graph=hetero, relation=(split.relation.src, split.relation.dst)
     )
-    return Scorer(module, split.train_graph, encode_edges)
+    return Scorer(module, graph_kg, encode_edges)
 
 
 class DestinationChunks(torch.nn.Module):
