@@ -232,6 +232,19 @@ def run_tsh(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
     return CellResult(metrics, predictions.rename({"gnn_pred": "pred"}), gnn_threshold=res.threshold)
 
 
+def run_gbdt(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
+    """Science4Cast-style trees on the training graph's own earlier transitions
+    (hygrail/baselines/transitions.py), mapped to [0, 1] and thresholded on validation as
+    ``run_structural``'s heuristics are."""
+    from hygrail.baselines.transitions import gbdt_scores
+
+    res = gbdt_scores(split, plain(cfg.method), cfg.routing.threshold, int(cfg.seed))
+    metrics, predictions = thresholded(kg, split, res.val, res.test, res.threshold, "gbdt_")
+    metrics |= _method_metrics(metrics, "gbdt_") | {"test_call_rate": 0.0, "val_call_rate": 0.0}
+    metrics |= {f"gbdt_{k}": v for k, v in res.info.items()} | {"gbdt_fit_seconds": res.seconds}
+    return CellResult(metrics, predictions.rename({"gnn_pred": "pred"}), gnn_threshold=res.threshold)
+
+
 def run_structural(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
     """Structural baselines (hygrail/baselines/structural.py: PA, CN, AA, 3-paths, L3, degree prior):
     a heuristic on the training graph, mapped to [0, 1] and thresholded on validation by
@@ -246,7 +259,7 @@ def run_structural(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellRe
 
 
 METHODS = {"gnn_only": run_gnn_only, "hygrail": run_hygrail, "kgfm": run_kgfm, "tsh": run_tsh,
-           "structural": run_structural}
+           "structural": run_structural, "gbdt": run_gbdt}
 
 
 def _combine(routed: np.ndarray, gnn: np.ndarray, picked: np.ndarray, llm: np.ndarray) -> np.ndarray:
