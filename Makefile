@@ -10,7 +10,7 @@ export OMP_NUM_THREADS ?= 1
 # Where runs, caches and reports go: the same variable conf/config.yaml reads.
 OUT := $(or $(HYGRAIL_OUTPUTS),outputs)
 
-.PHONY: help setup run discover test test-all stats bench clean ui tracking-server serve sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity ablation-evidence ablation-triage
+.PHONY: help setup run discover retro bench-retro test test-all stats bench clean ui tracking-server serve sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity ablation-evidence ablation-triage
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -40,6 +40,11 @@ run: $(VENV)/.model ## the embedded default: GNN-only vs HyGRAIL-NE on synthetic
 CUTOFF ?= 2020
 discover: $(VENV)/.model ## ranked CHM-APL hypotheses with evidence cards (HTML), scored against edges dated after CUTOFF=2020; embedded reviewer
 	$(PYTHON) -m hygrail.sweep task=discover relation=chm_apl backbone=rgcn llm=embedded llm.embedded.threads=1 llm.reasoning=clause llm.max_tokens=48 discover.cutoff=$(if $(CUTOFF),$(CUTOFF),null)
+
+# make retro DATA=hpo CUTOFF=2015 | DATA=synthesis_recipes CUTOFF=2014: the whole-graph retrospective (issue #34)
+RETRO_DATA = $(if $(filter hpo synthesis_recipes,$(DATA)),$(DATA),$(error make retro: DATA=$(DATA); expected hpo or synthesis_recipes))
+retro: $(VENV)/.installed ## whole-graph retrospective discovery (DATA=hpo|synthesis_recipes CUTOFF=year): every ranking from the cut graph, exact AUC/AP, per entity; experiments/discovery.md
+	$(PYTHON) -m hygrail.sweep experiment=retro_$(RETRO_DATA) $(if $(CUTOFF),discover.cutoff=$(CUTOFF)) $(ARGS)
 
 test: $(VENV)/.installed ## fast tests (what CI runs)
 	$(BIN)/pytest -m "not slow" -q
@@ -132,6 +137,9 @@ bench: $(VENV)/.installed ## benchmarks: data layer, triage speed, evidence, rev
 	@echo "== bench/bench_triage.py --feature-cost"; $(PYTHON) bench/bench_triage.py --feature-cost
 	@# the whole HPO graph (2.3e8 candidates): ~12 min the first time (rgcn_plus's 2 epochs, name embeddings), ~5 after
 	@echo "== bench/bench_discover.py --data hpo"; $(PYTHON) bench/bench_discover.py --data hpo --relation hpo_dis_phe --backbones rgcn_plus,hgt
+
+bench-retro: $(VENV)/.installed ## whole-graph retrospective cells: wall time and peak RSS against <= 30 min, <= 4 GB (CELLS=hpo:2015,synthesis_recipes:2014)
+	$(PYTHON) bench/bench_retro.py $(if $(CELLS),--cells $(CELLS))
 
 # What the project writes under $(OUT), and nothing else: $(OUT) may be any folder ($$HYGRAIL_OUTPUTS).
 OWN := cache runs multirun report mlartifacts tracking mlflow.db mlflow.db-journal mlflow.db-wal mlflow.db-shm mlflow.lock

@@ -34,7 +34,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
+from hygrail.baselines.kge import LABEL as KGE_LABEL  # noqa: E402
 from hygrail.baselines.structural import ROWS as STRUCTURAL_ROWS  # noqa: E402
+from hygrail.baselines.transitions import LABEL as GBDT_LABEL  # noqa: E402
 from hygrail.tracking import NO_LLM  # noqa: E402
 
 
@@ -346,7 +348,7 @@ def table3(runs: pl.DataFrame, how: str = "macro") -> tuple[str, pl.DataFrame]:
     return "\n".join(lines), df
 
 
-RANKED = ("structural", "tsh", "gnn_only")  # methods that score every pair (test_auc, test_ap), in row order
+RANKED = ("structural", "tsh", "gbdt", "kge", "gnn_only")  # methods that score every pair (test_auc, test_ap), in row order
 
 
 def ranking_table(runs: pl.DataFrame) -> tuple[str, pl.DataFrame]:
@@ -377,7 +379,7 @@ def ranking_table(runs: pl.DataFrame) -> tuple[str, pl.DataFrame]:
     n_rel = runs["tag.relation"].n_unique()
     heads = ["Method", "GNN backbone", "AUC", "AP"] + (["ΔAUC vs PA", "ΔAP vs PA"] if "lift_auc" in metrics else [])
     lines = ["| " + " | ".join(heads) + " |", "|---" * len(heads) + "|"]
-    for method, paper in zip(RANKED, (STRUCTURAL_ROWS, ("TSH",), ("GNN",))):
+    for method, paper in zip(RANKED, (STRUCTURAL_ROWS, ("TSH",), (GBDT_LABEL,), (KGE_LABEL,), ("GNN",))):
         part = df.filter(pl.col("tag.method") == method)
         for label in labels_of(runs, method, paper):
             for r in part.filter(pl.col("tag.method_label") == label).iter_rows(named=True):

@@ -50,7 +50,7 @@ HOW_RUN = ("threads", "format", "task", "llm.base_url", "llm.api_key_env", "llm.
 # 4: test/val ROC-AUC and average precision of every scored method (test_auc, gnn_test_auc, ...).
 RESULT_VERSION = 4
 # Methods that use no LLM and no evidence text: their cells ignore the llm and evidence groups.
-NO_LLM = ("gnn_only", "tsh", "structural")
+NO_LLM = ("gnn_only", "tsh", "structural", "gbdt", "kge")
 MAX_PARAM = 500
 
 
@@ -344,7 +344,10 @@ def method_label(cfg: DictConfig) -> str:
 
         label = heuristic_label(cfg.method)  # PA, CN, AA, 3-paths, L3, degree prior
     else:
-        label = {"gnn_only": "GNN", "tsh": "TSH", "kgfm": "KG-FM"}.get(m, m)
+        from hygrail.baselines.kge import LABEL as KGE_LABEL
+        from hygrail.baselines.transitions import LABEL as GBDT_LABEL
+
+        label = {"gnn_only": "GNN", "tsh": "TSH", "kgfm": "KG-FM", "gbdt": GBDT_LABEL, "kge": KGE_LABEL}.get(m, m)
     # the compatibility descriptor (hygrail/descriptors.py) is an option with rows of its own: "TSH +
     # compatibility" beside "TSH", "GNN + compatibility" beside "GNN" (a plus backbone's head reads it)
     if (m == "tsh" and cfg.method.get("compatible")) or (m in ("gnn_only", "hygrail") and cfg.backbone.get("head_compatible")):

@@ -209,7 +209,8 @@ def tiny_run(tmp_path_factory):
     try:
         with ScriptedServer(default=Reply(ok_review("no", 0.9, "No shared mechanism."))) as server:
             cfg = _cfg(tmp, "discover.cutoff=2020", "discover.review_budget.val=null", "discover.review_budget.test=null",
-                       "llm.training_data_date=2024", "discover.top_k=30", url=server.base_url)
+                       "llm.training_data_date=2024", "discover.top_k=30",
+                       "discover.entity_baselines=[popularity,relation_popularity,paths3,gbdt]", url=server.base_url)
             known = load_kg(plain(cfg.data), cutoff=2020).until(2020)
             _, split = build_split(cfg, known)
             yes = set()
@@ -275,7 +276,8 @@ def test_the_tiny_run_reports_the_grid(tiny_run):
     _, result, out, _, _ = tiny_run
     t = pl.read_csv(out / "retrospective.csv")
     methods = ["GNN", "HyGRAIL", "TSH", "Preferential attachment", "Common neighbours", "3-paths",
-               "Popularity (all edges)", "Popularity (relation)", "GNN novelty-aware", "GNN degree-adjusted"]
+               "Popularity (all edges)", "Popularity (relation)", "Trees on transitions", "GNN novelty-aware",
+               "GNN degree-adjusted"]
     assert t["method"].unique(maintain_order=True).to_list() == methods
     assert set(t["horizon"]) == {1, 3, 5} and set(t["min_degree"]) == {0, 5, 25} and set(t["min_count"]) == {1, 3}
     head = t.filter((pl.col("horizon") == 3) & (pl.col("min_degree") == 0) & (pl.col("min_count") == 1))

@@ -83,6 +83,7 @@ import numpy as np
 from hygrail.kg import KG, DataError, Relation
 
 INSTALL = "pip install -e '.[kge]'"
+LABEL = "RotatE (PyKEEN)"  # its row in the triage and discovery tables
 MODELS = ("complex", "rotate")
 SAMPLERS = ("basic", "pseudo_typed")
 DEFAULTS = {

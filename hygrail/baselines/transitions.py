@@ -113,6 +113,7 @@ from hygrail.descriptors import COMPATIBILITY, compatible_sets
 from hygrail.kg import KG, NO_YEAR, DataError, Relation
 from hygrail.thresholds import decision_threshold
 
+LABEL = "Trees on transitions"  # its row in the triage and discovery tables (Science4Cast's learned baseline)
 BASE = ("rel_deg_src", "rel_deg_dst", "deg_src", "deg_dst", "growth_src", "growth_dst", "pa", "paths3", "paths3_norm")
 ONTOLOGY = ("onto_parents", "onto_children", "onto_siblings", "onto_ancestors2", "onto_descendants2")
 HORIZON = 3

@@ -51,6 +51,15 @@ the GNN and TSH do when they rank (``discovery/run.py``'s module docstring):
 - ``paths3``: the number of 3-paths over the relation's own edges, (A·Aᵀ·A)[u, v]: u's partners'
   other sources' partners, the bipartite analogue of common neighbours (as ``method=paths3``,
   hygrail/baselines/structural.py).
+- ``gbdt``: Science4Cast's learned baseline (hygrail/baselines/transitions.py): gradient-boosted
+  trees over degree, growth, path and domain features, fit on the window before the cutoff (the
+  graph at cutoff - h, labels its relation's edges new in (cutoff - h, cutoff]), applied to the
+  cut graph.
+- ``kge``: a PyKEEN knowledge-graph embedding trained on the cut graph (hygrail/baselines/kge.py,
+  the optional extra ``kge``).
+
+Every baseline but ``paths3`` (which is there already) also ranks the whole space in the
+retrospective tables (``whole_space_baselines``).
 
 ``lift``: the paired difference of hits@k (k = 10) between the GNN (and TSH) and the best baseline,
 entity by entity, with its standard error: the question "does the learned ranking beat the best
@@ -81,8 +90,13 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
+from tqdm import tqdm
 
 from hygrail.baselines.structural import relation_adjacency, structure
+from hygrail.baselines.kge import LABEL as KGE_LABEL
+from hygrail.baselines.kge import kge
+from hygrail.baselines.transitions import LABEL as GBDT_LABEL
+from hygrail.baselines.transitions import gbdt
 from hygrail.discovery.retro import Future
 from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, TSHBlocks
 from hygrail.discovery.space import Block, CandidateSpace, ranking, tiebreak
@@ -239,6 +253,8 @@ BASELINES: dict[str, tuple[str, Callable[[KG, CandidateSpace, Mapping], Scorer]]
     "relation_popularity": ("Popularity (relation)", relation_popularity),
     "compatible_popularity": ("Compatible popularity", compatible_popularity),
     "paths3": ("3-paths", paths3),
+    "gbdt": (GBDT_LABEL, gbdt),  # Science4Cast's learned baseline, fit on the window before the cutoff
+    "kge": (KGE_LABEL, kge),  # PyKEEN RotatE on the cut graph (the optional extra kge)
 }
 LEARNED = {"gnn": "GNN", "tsh": "TSH"}
 # The per-entity table's two rows per method: entities known at the cutoff (they have a dated edge:
@@ -259,7 +275,7 @@ def baseline_options(d: Mapping) -> dict:
 
     horizon = headline(d["horizons"], d["min_degrees"], d["min_counts"])[0]
     return dict(d.get("compatible") or {}) | {"cutoff": d.get("cutoff"), "horizon": horizon,
-                                               "seed": d.get("seed", 0)}
+                                               "seed": d.get("seed", 0), "kge": d.get("kge")}
 
 
 # -- retrospective per-entity metrics --------------------------------------------------------------
@@ -277,7 +293,8 @@ def found_at(space: CandidateSpace, scorers: Mapping[str, Scorer], future_src: n
     cols = np.minimum(np.asarray(ks), len(space.dst)) - 1
     found = {name: [] for name in scorers}
     size = space.block_size(block_pairs)
-    for lo in range(0, len(sources), size):
+    for lo in tqdm(range(0, len(sources), size), desc=f"rank {len(sources):,} entities' candidates", unit="block",
+                   leave=False):
         block = space.block(sources[lo : lo + size])
         labels = answers[block.src][:, space.dst].toarray() > 0
         tie = tiebreak(np.repeat(block.src, len(space.dst)), np.tile(space.dst, len(block.src)), seed)
