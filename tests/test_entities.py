@@ -87,11 +87,95 @@ def test_names_resolve_or_fail_in_one_line():
     with pytest.raises(DataError) as unknown:
         entities.resolve(space, ["BaTiO4"])
     assert str(unknown.value) == ("discover.entities: no Target or Precursor is named 'BaTiO4'; closest: "
-                                  "Target 'BaTiO3' (id 0), Precursor 'BaTiO3' (id 2), Precursor 'TiO2' (id 3)")
+                                  "Target 'BaTiO3' (id 0), Precursor 'BaTiO3' (id 2), Precursor 'TiO2' (id 3) "
+                                  "(on the command line quote names with accents, parentheses or commas: "
+                                  "discover.entities='[\"BaTiO3\"]')")
     with pytest.raises(DataError, match=r"^discover.entities: id 4 is Element 'Ti'; expected a Target or Precursor$"):
         entities.resolve(space, [4])
     assert all("\n" not in str(e.value) for e in (ambiguous, unknown))
 
+
+
+HPO_LIKE = Schema(("Disease", "Phenotype", "Gene"), {"dis_phe": Relation("dis_phe", "Disease", "Phenotype")})
+
+
+def hpo_like_space() -> CandidateSpace:
+    """Diseases named as the HPO loader names them: a name two source keys share carries its key
+    (Marfan's OMIM and ORPHA twins; Usher's OMIM twin has no edges), others are plain, some twins
+    differing in accents only (OMIM's 'Alstrom syndrome', ORPHA's 'Alström syndrome' in real HPO)
+    and some names in case only (real HPO's 'MEND syndrome' and 'Mend syndrome')."""
+    nodes = [("Marfan syndrome (OMIM:154700)", "Disease"), ("Marfan syndrome (ORPHA:558)", "Disease"),
+             ("Malan syndrome", "Disease"), ("Alström syndrome", "Disease"), ("Usher syndrome (OMIM:276900)", "Disease"),
+             ("Usher syndrome (ORPHA:886)", "Disease"), ("Tall stature", "Phenotype"), ("Ectopia lentis", "Phenotype"),
+             ("Aortic dilatation", "Phenotype"), ("Obesity", "Phenotype"), ("Hearing loss", "Phenotype"), ("FBN1", "Gene"),
+             ("Stuve-Wiedemann syndrome", "Disease"), ("Stüve-Wiedemann syndrome", "Disease"), ("MEND syndrome", "Disease"),
+             ("Mend syndrome", "Disease")]
+    edges = [("Marfan syndrome (OMIM:154700)", "Tall stature", 1), ("Marfan syndrome (OMIM:154700)", "Ectopia lentis", 1),
+             ("Marfan syndrome (OMIM:154700)", "FBN1", 1), ("Marfan syndrome (ORPHA:558)", "Ectopia lentis", 1),
+             ("Marfan syndrome (ORPHA:558)", "Aortic dilatation", 1), ("Malan syndrome", "Tall stature", 1),
+             ("Alström syndrome", "Obesity", 1), ("Usher syndrome (ORPHA:886)", "Hearing loss", 1)] + [
+        (d, "Obesity", 1) for d in ("Stuve-Wiedemann syndrome", "Stüve-Wiedemann syndrome", "MEND syndrome", "Mend syndrome")]
+    return CandidateSpace(named_kg(HPO_LIKE, nodes, edges), HPO_LIKE.relations["dis_phe"])
+
+
+def test_twins_resolve_together_and_answers_on_a_twin_are_known():
+    space = hpo_like_space()
+    kg = space.kg
+    omim, orpha = entities.resolve(space, ["Marfan syndrome"])  # the README's example: both twins, node order
+    assert (omim.node, omim.twins, orpha.node, orpha.twins) == (0, (1,), 1, (0,))
+    assert (omim.name, orpha.name, omim.relation) == ("Marfan syndrome (OMIM:154700)", "Marfan syndrome (ORPHA:558)", "dis_phe")
+    assert str(omim) == "Disease 'Marfan syndrome (OMIM:154700)' (id 0)"  # as the report heads its section
+    label = lambda nodes: {kg.label(p) for p in nodes}  # noqa: E731
+    # the twin's partners over the relation (not its gene): already known for the disease
+    assert label(entities.known_on_twins(kg, omim)) == {"Ectopia lentis", "Aortic dilatation"}
+    assert label(entities.known_on_twins(kg, orpha)) == {"Tall stature", "Ectopia lentis"}
+    assert entities.resolve(space, ["marfan SYNDROME"]) == [omim, orpha]
+    # one twin named by its keyed form (or id) is one entity that still knows its twin
+    assert entities.resolve(space, ["Marfan syndrome (ORPHA:558)", 1]) == [orpha, orpha]
+    # a twin without edges has nothing to rank: the other is the entity, with it as twin
+    (usher,) = entities.resolve(space, ["Usher syndrome"])
+    assert (usher.node, usher.twins, entities.known_on_twins(kg, usher)) == (5, (4,), set())
+    with pytest.raises(DataError, match=r"^discover.entities: Disease 'Usher syndrome \(OMIM:276900\)' \(id 4\) has no edges"):
+        entities.resolve(space, ["Usher syndrome (OMIM:276900)"])
+    (malan,) = entities.resolve(space, ["Malan syndrome"])
+    assert malan.twins == () and entities.known_on_twins(kg, malan) == set()
+    # names differing only in accents are twins too, however written; in case only, they are not
+    # (a chemical formula: 'CO' is not 'Co'), so such a name is ambiguous unless written exactly
+    for given in ("Stuve-Wiedemann syndrome", "Stüve-Wiedemann syndrome", "STUVE-WIEDEMANN SYNDROME"):
+        assert [(e.node, e.twins) for e in entities.resolve(space, [given])] == [(12, (13,)), (13, (12,))]
+    assert [(e.node, e.twins) for e in entities.resolve(space, ["Mend syndrome"])] == [(15, ())]
+    with pytest.raises(DataError, match=r"^discover.entities: 'mend syndrome' names 2 nodes: Disease 'MEND syndrome' "
+                                        r"\(id 14\), Disease 'Mend syndrome' \(id 15\); give one by its id$"):
+        entities.resolve(space, ["mend syndrome"])
+
+
+def test_an_accent_free_spelling_resolves():
+    space = hpo_like_space()
+    for given in ("Alstrom syndrome", "ALSTROM SYNDROME", "alström syndrome", " Alström syndrome "):
+        assert [e.name for e in entities.resolve(space, [given])] == ["Alström syndrome"]
+
+
+def test_a_misspelling_lists_the_keyed_forms_and_how_to_quote():
+    space = hpo_like_space()
+    with pytest.raises(DataError) as near:
+        entities.resolve(space, ["Marfen syndrome"])
+    assert str(near.value) == (
+        "discover.entities: no Disease or Phenotype is named 'Marfen syndrome'; closest: "
+        "Disease 'Marfan syndrome (OMIM:154700)' (id 0), Disease 'Marfan syndrome (ORPHA:558)' (id 1), "
+        "Disease 'MEND syndrome' (id 14), Disease 'Mend syndrome' (id 15), "
+        "Disease 'Malan syndrome' (id 2), Disease 'Alström syndrome' (id 3), "
+        "Disease 'Usher syndrome (OMIM:276900)' (id 4), Disease 'Usher syndrome (ORPHA:886)' (id 5) "
+        "(on the command line quote names with accents, parentheses or commas: "
+        "discover.entities='[\"Marfan syndrome (OMIM:154700)\"]')")
+    with pytest.raises(DataError) as accented:  # compared accent-free: Alström is the closest
+        entities.resolve(space, ["Alstrom sindrome"])
+    assert "closest: Disease 'Alström syndrome' (id 3)," in str(accented.value)
+    assert str(accented.value).endswith("""discover.entities='["Alström syndrome"]')""")
+    with pytest.raises(DataError) as nothing:
+        entities.resolve(space, ["zzz"])
+    assert str(nothing.value).endswith("""closest: none (on the command line quote names with accents, parentheses or """
+                                       """commas: discover.entities='["zzz"]')""")
+    assert all("\n" not in str(e.value) for e in (near, accented, nothing))
 
 def test_compatible_popularity_puts_element_compatible_precursors_first():
     """BaTiO3 (new: only its composition is known) can be made from precursors whose elements

@@ -9,12 +9,25 @@ holds: known, not observed, not excluded; ``CandidateSpace.contains``) ranked by
 GNN's logits (ties by ``space.tiebreak``, as every ranking of discovery), the best
 ``discover.entity_k`` as a section of the report (``hypotheses.md``, ``index.html``).
 
-Naming an entity (``resolve``): a node id (the ``left_id`` / ``right_id`` of the report's table:
-the loaders keep no source keys such as HPO's OMIM ids beyond the names made unique with them),
-else the exact name, else the name case-insensitively, among the nodes of the relation's two types.
-A name held by several nodes (a material that is both a Target and a Precursor) or by none is a
-one-line DataError listing the nodes it could mean or the closest names (difflib). The entities are
-resolved before any training, so a typo costs seconds. Every source entity's list at once:
+Naming an entity (``resolve``): a node id (the ``left_id`` / ``right_id`` of the report's table: the
+loaders keep no source keys such as HPO's OMIM ids beyond the names made unique with them), else,
+among the nodes of the relation's two types, the exact name, else the name case-insensitively, else
+accent-free (Unicode NFKD, accents dropped, casefolded: 'Alstrom syndrome' matches 'Alström
+syndrome'), else the name less a trailing source key. Twins are one entity in several sources: nodes
+of one type whose names agree once keys and accents are dropped, but not in case only (a chemical
+formula: 'CO' is not 'Co'; HPO's 'MEND syndrome' / 'Mend syndrome' must be written exactly or by
+id). HPO's loader appends " (<key>)" to a name several keys share, so 'Marfan syndrome' is 'Marfan
+syndrome (OMIM:154700)' and 'Marfan syndrome (ORPHA:558)'; OMIM's 'Alstrom syndrome' is ORPHA's
+'Alström syndrome'. A name gives each twin with edges as its own entity (a name written with its key
+only that node); every entity carries its ``twins`` (their node ids), and ``known_on_twins`` gives
+their partners, the answers the entity already has under another key. A name held by several nodes
+otherwise (a material that is both a Target and a Precursor) or by none is a one-line DataError
+listing the nodes it could mean or the closest names (difflib over the accent-free names less their
+keys, each shown with its key and id) and how to quote a name on the command line: Hydra's override
+grammar rejects an unquoted accent, parenthesis, apostrophe or semicolon
+(``discover.entities=[Alström syndrome]`` stops in Hydra's lexer before discovery runs) and splits
+at commas, so ``discover.entities='["Alström syndrome", "Marfan syndrome (OMIM:154700)"]'``. The
+entities are resolved before any training, so a typo costs seconds. Every source entity's list at once:
 ``discover.entity_lists`` (kept by the scoring pass, ``scoring.Lists``; ``entity_lists.parquet``).
 
 Cost: a query scores one entity's candidates (hundreds to thousands of pairs) with the model the
@@ -82,7 +95,9 @@ from __future__ import annotations
 
 import difflib
 import html
+import re
 import time
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -111,31 +126,75 @@ class Entity:
     node: int
     name: str
     node_type: str
+    twins: tuple[int, ...] = ()  # the other nodes of one entity named in several sources (``resolve``)
+    relation: str = ""  # the relation it was named for (``known_on_twins`` reads its partners over it)
 
     def __str__(self) -> str:
         return f"{self.node_type} '{self.name}' (id {self.node})"
 
 
 # -- naming entities ------------------------------------------------------------------------------
+# a name a loader made unique with its source key: "Marfan syndrome (OMIM:154700)" (hygrail/data/hpo.py)
+_KEYED = re.compile(r"^(.+) \(([A-Za-z][\w.-]*:[^\s()]+)\)$")
+
+
+def _fold(text: str) -> str:
+    """A name as compared when no exact or case-insensitive one matches: accents stripped (Unicode
+    NFKD, combining marks dropped), then casefolded: 'Alström' -> 'alstrom'."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).casefold()
+
+
+def _base(name: str) -> str:
+    """The name without a trailing source key: 'Marfan syndrome (OMIM:154700)' -> 'Marfan syndrome'."""
+    m = _KEYED.match(name)
+    return m.group(1) if m else name
+
+
+def _quoting(example: str) -> str:
+    """How to write a name on the command line, where Hydra's override grammar rejects accents,
+    parentheses and apostrophes and splits at commas before discovery reads it."""
+    if "'" in example or '"' in example:
+        example = "Alström syndrome"
+    return (f"on the command line quote names with accents, parentheses or commas: "
+            f"discover.entities='[\"{example}\"]'")
+
+
 def resolve(space: CandidateSpace, given: Sequence) -> list[Entity]:
-    """The nodes ``discover.entities`` names (module docstring), each known to ``space``."""
+    """The nodes ``discover.entities`` names (module docstring), each known to ``space``; a name of
+    twins (one entity in several sources) gives each twin with edges, in node order."""
     kg, rel = space.kg, space.relation
     types = list(dict.fromkeys((rel.src, rel.dst)))
     pool = np.concatenate([kg.nodes_of_type(t) for t in types])
     names = [kg.names[i] for i in pool]
+    same: dict[tuple[str, str], list[int]] = {}  # (type, accent-free name less its key) -> nodes
+    for i, n in zip(pool.tolist(), names):
+        same.setdefault((kg.type_of(i), _fold(_base(n))), []).append(i)
+
+    def twins(node: int) -> list[int]:
+        """The node's twins: of its type, one name less keys and accents, not only a case variant
+        (chemical formulas: 'CO' is not 'Co')."""
+        name = kg.label(node)
+        return [i for i in same[(kg.type_of(node), _fold(_base(name)))]
+                if i != node and kg.label(i).casefold() != name.casefold()]
+
     known = np.union1d(space.src, space.dst)
     out = []
     for value in given:
-        node = _node(kg, value, types, pool, names)
-        entity = Entity(node, kg.label(node), kg.type_of(node))
-        if node not in known:
-            raise DataError(f"discover.entities: {entity} has no edges in the graph discovery reads (with a cutoff, "
-                            f"none by then): it has no candidates to rank")
-        out.append(entity)
+        group = [Entity(i, kg.label(i), kg.type_of(i), tuple(twins(i)), rel.name)
+                 for i in _node(kg, value, types, pool, names, twins)]
+        kept = [e for e in group if e.node in known]
+        if not kept:
+            one = len(group) == 1
+            what = group[0] if one else " and ".join(map(str, group)) + ", twins,"
+            raise DataError(f"discover.entities: {what} {'has' if one else 'have'} no edges in the graph discovery "
+                            f"reads (with a cutoff, none by then): {'it has' if one else 'they have'} no candidates to rank")
+        out += kept
     return out
 
 
-def _node(kg: KG, value, types: list[str], pool: np.ndarray, names: list[str]) -> int:
+def _node(kg: KG, value, types: list[str], pool: np.ndarray, names: list[str],
+          twins: Callable[[int], list[int]]) -> list[int]:
+    """The node ``value`` names, with its twins unless named by id or with its key (module docstring)."""
     text = str(value).strip()
     wanted = " or ".join(types)
     if isinstance(value, int) or text.isdigit():  # a node id
@@ -144,20 +203,48 @@ def _node(kg: KG, value, types: list[str], pool: np.ndarray, names: list[str]) -
             raise DataError(f"discover.entities: no node has id {node}; expected 0..{kg.num_nodes - 1}")
         if kg.type_of(node) not in types:
             raise DataError(f"discover.entities: id {node} is {kg.type_of(node)} '{kg.label(node)}'; expected a {wanted}")
-        return node
-    for same in (str.__eq__, lambda a, b: a.lower() == b.lower()):  # exact, then case-insensitive
-        hits = [int(i) for i, n in zip(pool, names) if same(n, text)]
-        if len(hits) == 1:
-            return hits[0]
-        if hits:
-            nodes = ", ".join(str(Entity(i, kg.label(i), kg.type_of(i))) for i in hits)
-            raise DataError(f"discover.entities: {text!r} names {len(hits)} nodes: {nodes}; give one by its id")
-    lowered: dict[str, list[int]] = {}
+        return [node]
+    folded = _fold(text)
+    stages = (lambda n: n == text, lambda n: n.casefold() == text.casefold(), lambda n: _fold(n) == folded,
+              lambda n: _fold(_base(n)) == folded)  # exact, case-insensitive, accent-free, less the source key
+    for same in stages:
+        hits = [int(i) for i, n in zip(pool, names) if same(n)]
+        if not hits:
+            continue
+        group = sorted([hits[0], *twins(hits[0])])
+        if len(hits) == 1 and _KEYED.match(text):  # one twin, named with its key
+            return hits
+        if set(hits) <= set(group):  # one node, or twins: one entity in several sources
+            return group
+        nodes = ", ".join(str(Entity(i, kg.label(i), kg.type_of(i))) for i in hits)
+        raise DataError(f"discover.entities: {text!r} names {len(hits)} nodes: {nodes}; give one by its id")
+    by_base: dict[str, list[int]] = {}  # twins share a key: a near miss of 'Marfan syndrome' shows both
     for i, n in zip(pool.tolist(), names):
-        lowered.setdefault(n.lower(), []).append(i)
-    close = [i for c in difflib.get_close_matches(text.lower(), list(lowered), n=5) for i in lowered[c]]
+        by_base.setdefault(_fold(_base(n)), []).append(i)
+    close = [i for c in difflib.get_close_matches(folded, list(by_base), n=5) for i in by_base[c]]
     raise DataError(f"discover.entities: no {wanted} is named {text!r}; closest: "
-                    + (", ".join(str(Entity(i, kg.label(i), kg.type_of(i))) for i in close) if close else "none"))
+                    + (", ".join(str(Entity(i, kg.label(i), kg.type_of(i))) for i in close) if close else "none")
+                    + f" ({_quoting(kg.label(close[0]) if close else text)})")
+
+
+def known_on_twins(kg: KG, entity: Entity) -> set[int]:
+    """The partners ``entity``'s twins have in ``kg`` over the relation it was named for (nodes of
+    the relation's other type): answers already known for the same disease under another source key."""
+    if not entity.twins:
+        return set()
+    rel = kg.schema.relations.get(entity.relation) if entity.relation else None
+    if rel is None:
+        raise ValueError(f"{entity}: known_on_twins needs the relation it was named for (resolve sets it)")
+    other = rel.dst if entity.node_type == rel.src else rel.src
+    etype = kg.schema.edge_type(rel.src, rel.dst)
+    code = kg.edge_types.index(etype) if etype in kg.edge_types else -1
+    want = kg.schema.node_types.index(other)
+    out: set[int] = set()
+    for twin in entity.twins:
+        partners, edges = kg.neighbors(twin)
+        keep = (kg.edge_type_ids[edges] == code) & (kg.node_types[partners] == want)
+        out.update(partners[keep].tolist())
+    return out
 
 
 # -- the per-entity lists -----------------------------------------------------------------------------
