@@ -141,7 +141,7 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     n_lists = int(d["entity_k"]) if d.get("entity_lists") else 0
     if exact:
         w = walk(space, gnn, head_k, seed, int(d["block_pairs"]), band, gnn.probability, routed_k=routed_k,
-                 keep=cutoff is not None, desc=f"score {space.size:,} candidates", lists=n_lists)
+                 keep=cutoff is not None, desc=f"score {space.size:,} candidates", lists=n_lists, keep_dtype=np.float32)
     else:
         size = int(d["shortlist_auto"]) if short == "auto" else int(short)
         w = two_stage(gnn, space, head_k, seed, int(d["block_pairs"]), max(size, head_k), band, routed_k=routed_k,
