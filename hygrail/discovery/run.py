@@ -516,7 +516,10 @@ def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float
                 if x]
     for x in warnings:
         log.warning(x)
-    return {"title": f"HyGRAIL discovery: {rel.label} hypotheses ({cfg.data.name})", "lead": lead, "facts": facts,
+    # a sample keeps a fraction of each entity's edges: its figures are a smoke test, and say so (issue #34)
+    sample = cfg.data.get("subgraph_nodes")
+    where = f"{cfg.data.name}, a {int(sample):,}-node sample: a smoke test" if sample else f"{cfg.data.name}, whole graph"
+    return {"title": f"HyGRAIL discovery: {rel.label} hypotheses ({where})", "lead": lead, "facts": facts,
             "order": order,
             "trust": trust, "trust_note": f"Test part of the split: 1 true link per {cfg.split.neg_ratio} sampled "
                                           f"non-links; among the candidates true links are far rarer, so the same "
