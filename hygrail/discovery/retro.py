@@ -299,19 +299,26 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
     is_answer[a_pos] = True
     sorted_pos = np.argsort(a_pos)
     index = np.int32 if n < 2**31 else np.int64  # positions: half the memory of numpy's int64 at 5.7e7 candidates
-    tie_order = np.argsort(tiebreak(src, dst, seed), kind="stable").astype(index)
+    # per-candidate arrays are filled by chunks: an expression over all 5.7e7 at once holds several
+    # 8-byte temporaries (the tiebreak's hash steps, degree lookups), ~2 GB on HPO
+    tie_order = np.argsort(_chunked(n, np.uint64, lambda i: tiebreak(src[i], dst[i], seed)), kind="stable").astype(index)
     head = headline(horizons, min_degrees, min_counts)
     degree = np.asarray(degree)
-    min_deg = np.minimum(degree[src], degree[dst]).astype(np.int32)  # the degree filters read only the smaller end's
+    # the degree filters read only the smaller end's degree
+    min_deg = _chunked(n, np.int32, lambda i: np.minimum(degree[src[i]], degree[dst[i]]))
 
     def product_of(i):
         return degree[src[i]].astype(np.float64) * degree[dst[i]]
 
-    product = product_of(slice(None))
-    base = np.ones(n, dtype=bool) if head[1] <= 0 else min_deg >= head[1]
-    edges = np.unique(np.quantile(product[base], np.arange(1, n_buckets) / n_buckets)) if base.any() else np.zeros(0)
-    bucket = np.searchsorted(edges, product, side="left").astype(np.int8)  # edges[b-1] < product <= edges[b]
-    del product, base
+    product = _chunked(n, np.float64, product_of)
+    values = product if head[1] <= 0 else product[min_deg >= head[1]]
+    values = values.copy() if values is product else values  # np.quantile may reorder it
+    edges = np.unique(np.quantile(values, np.arange(1, n_buckets) / n_buckets, overwrite_input=True)) \
+        if len(values) else np.zeros(0)
+    del values
+    # edges[b-1] < product <= edges[b]
+    bucket = _chunked(n, np.int8, lambda i: np.searchsorted(edges, product[i], side="left"))
+    del product
     labels_for = {(h, c): (a_year <= cutoff + h) & (a_count >= c) for h in horizons for c in min_counts}
     rows, bucket_rows, heads, curves = [], [], {}, {}
     top = max(ks)
@@ -346,6 +353,14 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
             del od, starts, ends
         del s, order
     return Retrospective(pl.DataFrame(rows), pl.DataFrame(bucket_rows), head, heads=heads, curves=curves)
+
+
+def _chunked(n: int, dtype, fn: Callable[[slice], np.ndarray], chunk: int = 1 << 22) -> np.ndarray:
+    """An n-array of ``dtype`` filled as ``fn(slice)`` chunk by chunk (bounded temporaries)."""
+    out = np.empty(n, dtype=dtype)
+    for lo in range(0, n, chunk):
+        out[lo:lo + chunk] = fn(slice(lo, lo + chunk))
+    return out
 
 
 def _auc_ap(ranks: np.ndarray, starts: np.ndarray, ends: np.ndarray, n: int) -> dict[str, float]:

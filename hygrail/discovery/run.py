@@ -399,10 +399,10 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
                            int(cfg.discover.cutoff), grid, ks, seed, int(d["degree_buckets"]),
                            keep_head=max([*ks, budget]))
     h, min_deg, min_count = result.headline
-    keep = degree_mask(space.kg.degree, src, dst, min_deg)
     y = np.zeros(len(src), dtype=np.int8)
     y[pos[answers(future.year, future.count, int(cfg.discover.cutoff), h, min_count) == 1]] = 1
-    y *= keep
+    if min_deg > 0:  # the headline's usual degree 0 keeps every candidate (no per-candidate degree lookups)
+        y *= degree_mask(space.kg.degree, src, dst, min_deg)
     order, gnn_order = result.heads[METHODS["hygrail"]], result.heads[METHODS["gnn"]]
     paired = paired_precision(order, gnn_order, y, [*ks, *([budget] if budget else [])])
     paired = paired.with_columns(pl.when(pl.col("K") == budget).then(pl.lit("= review budget")).otherwise(pl.lit(""))
