@@ -483,6 +483,8 @@ def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float
             f"{c['auto_accept']:,} above b* (accepted without an LLM), {c['routed']:,} in the band, {c['auto_reject']:,} "
             f"below a*{est}: reviewing the whole band would take {c['routed']:,} LLM calls; {n_reviewed} were made "
             f"here on {where}.",
+            "The band was calibrated on scores read from the split's training graph; candidates are scored from "
+            "everything known (more edges), so these region counts are approximate.",
             "Accepted hypotheses are model-generated candidates for expert or experimental validation, not findings."]
     date = cfg.llm.get("training_data_date") or "unknown"
     facts = {"data": cfg.data.name, "relation": f"{rel.name} ({rel.label})", "backbone": cfg.backbone.name,
