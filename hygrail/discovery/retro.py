@@ -48,7 +48,7 @@ at the cutoff, links of >= 1 or >= 3 papers), every ranking is scored over a gri
   edges with fewer are non-answers. Known limitation: the count is the edge's count in the full KG
   (the final release), not the count reached within the horizon, which the KG files do not date.
 
-Per condition: ROC-AUC and AP (sklearn's, ``metrics.ranking``) of the ranking's score vector over
+Per condition: ROC-AUC and AP (exactly sklearn's, from tie groups: ``retrospective``) of the ranking's score vector over
 the restricted candidates (HyGRAIL's score is its list position, reversed), precision@K and
 recall@K of its list restricted to them, and the number of answers. The headline row
 (``HEADLINE``: 3 years, every degree, >= 1 reference) is what MLflow and the figure show; the
@@ -65,9 +65,8 @@ import numpy as np
 import polars as pl
 
 from hygrail.discovery import KS
-from hygrail.discovery.space import ranking, tiebreak
+from hygrail.discovery.space import tiebreak
 from hygrail.kg import NO_YEAR, KG, DataError, Relation
-from hygrail.metrics import ranking as auc_ap
 
 # The headline condition (horizon in years, minimum degree, minimum count): Science4Cast's middle
 # horizon, the whole space, any supported link. Where a grid lacks one, its nearest value is used.

@@ -46,7 +46,7 @@ from hygrail.data import load_kg
 from hygrail.discovery import entities, options
 from hygrail.discovery.cards import COLUMNS, listed_moves, write_html, write_markdown, write_table
 from hygrail.discovery.novelty import distances, hub_pairs, novelty_scores
-from hygrail.discovery.retro import (Retrospective, answers, check_cutoff, degree_mask, future_edges, future_of,
+from hygrail.discovery.retro import (Retrospective, answers, check_cutoff, degree_mask, future_edges,
                                      hygrail_order, paired_precision, retrospective, reviewed_order)
 from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, PreferentialAttachment, TSHBlocks, two_stage, walk
 from hygrail.discovery.space import CandidateSpace, tiebreak
