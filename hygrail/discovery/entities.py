@@ -415,15 +415,16 @@ def summarise(n_answers: np.ndarray, found: Mapping[str, np.ndarray], labels: Ma
     return pl.DataFrame(rows)
 
 
-def lift(found: Mapping[str, np.ndarray], baselines: Sequence[str], ks: Sequence[int]) -> tuple[str, int, dict]:
-    """(the best baseline by hits@k, k, metrics): k = 10 (else the largest k); for each learned
+def lift(found: Mapping[str, np.ndarray], baselines: Sequence[str], ks: Sequence[int],
+         learned: Mapping[str, str] = LEARNED) -> tuple[str, int, dict]:
+    """(the best baseline by hits@k, k, metrics): k = 10 (else the largest k); for each ``learned``
     method the paired difference of hits@k against that baseline, entity by entity, with its
     standard error."""
     j = list(ks).index(10) if 10 in ks else len(ks) - 1
     hits = {name: (f[:, j] > 0).astype(np.float64) for name, f in found.items()}
     best = max(baselines, key=lambda b: hits[b].mean())
     out = {}
-    for m in LEARNED:
+    for m in learned:
         out[f"{m}_lift_hits_at_{ks[j]}"], out[f"{m}_lift_hits_at_{ks[j]}_se"] = _mean_se(hits[m] - hits[best])
     return best, int(ks[j]), out
 
@@ -452,9 +453,12 @@ def options(d: Mapping, space: CandidateSpace) -> list[Entity]:
 
 
 def entity_report(d: Mapping, wanted: Sequence[Entity], space: CandidateSpace, gnn: GNNBlocks, band: Band, split,
-                  future: Future | None, seed: int) -> EntityReport | None:
+                  future: Future | None, seed: int, gnn_block: Scorer | None = None,
+                  extra: Mapping[str, tuple[str, Scorer]] | None = None) -> EntityReport | None:
     """The lists of ``wanted`` and (with a cutoff) the per-entity retrospective evaluation; None
-    when there is neither."""
+    when there is neither. ``gnn_block``: the GNN's block scorer for the evaluation (default
+    ``gnn``; a ``stack.Memo`` shares it with a stack); ``extra``: more learned rankings, key ->
+    (label, scorer), evaluated and lifted like the GNN (``discover.stack``)."""
     if not wanted and future is None:
         return None
     schema = space.kg.schema
@@ -467,9 +471,12 @@ def entity_report(d: Mapping, wanted: Sequence[Entity], space: CandidateSpace, g
         return report
     ks, names = sorted(int(k) for k in d["entity_ks"]), list(dict.fromkeys(d.get("entity_baselines") or []))
     graph = space.kg  # the cut graph: everything known at the cutoff (run.py's module docstring)
-    scorers = {"gnn": gnn, "tsh": TSHBlocks(split, d["tsh"], space),
+    extra = dict(extra or {})
+    learned = LEARNED | {k: label for k, (label, _) in extra.items()}
+    scorers = {"gnn": gnn_block or gnn, "tsh": TSHBlocks(split, d["tsh"], space),
+               **{k: s for k, (_, s) in extra.items()},
                **{b: BASELINES[b][1](graph, space, baseline_options(d)) for b in names}}
-    labels = LEARNED | {b: BASELINES[b][0] for b in names}
+    labels = learned | {b: BASELINES[b][0] for b in names}
     sources, n_answers, found = found_at(space, scorers, future.src, future.dst, ks, seed, int(d["block_pairs"]))
     if not len(sources):
         return report
@@ -484,17 +491,17 @@ def entity_report(d: Mapping, wanted: Sequence[Entity], space: CandidateSpace, g
             report.metrics |= {f"retro_entity_new_{name}_{k}": v for k, v in row.items()}
         report.metrics |= {"retro_entity_new_sources": float(len(new)), "retro_entity_new_answers": float(n_new.sum())}
         if names:
-            report.metrics |= {f"retro_entity_new_{key}": v for key, v in lift(found_new, names, ks)[2].items()}
+            report.metrics |= {f"retro_entity_new_{key}": v for key, v in lift(found_new, names, ks, learned)[2].items()}
         report.retro = pl.concat([report.retro, rows])
     report.note = (f"{len(sources):,} {schema.display_name(rel.src)} entities gain {int(n_answers.sum()):,} "
                    f"{rel.label} edges after the cutoff (between nodes known by then); each method ranks all of "
                    f"an entity's candidates; mean ± standard error over the entities.")
     if names:
-        best, k, gains = lift(found, names, ks)
+        best, k, gains = lift(found, names, ks, learned)
         report.metrics |= {f"retro_entity_{key}": v for key, v in gains.items()}
         report.note += (f" Paired hits@{k} difference against the best baseline ({labels[best]}): "
                         + "; ".join(f"{label} {gains[f'{m}_lift_hits_at_{k}']:+.3f} ± {gains[f'{m}_lift_hits_at_{k}_se']:.3f}"
-                                    for m, label in LEARNED.items()) + ".")
+                                    for m, label in learned.items()) + ".")
     if "retro_entity_new_sources" in report.metrics:
         report.note += (f" Rows '{NEW_ROW}': {int(report.metrics['retro_entity_new_sources']):,} entities first known after "
                         f"the cutoff (a dated edge later), described then only by static edges, gain "

@@ -43,7 +43,7 @@ import polars as pl
 from omegaconf import DictConfig
 
 from hygrail.data import load_kg
-from hygrail.discovery import entities, options
+from hygrail.discovery import entities, options, stack
 from hygrail.discovery.cards import COLUMNS, listed_moves, write_html, write_markdown, write_table
 from hygrail.discovery.novelty import distances, hub_pairs, novelty_scores
 from hygrail.discovery.retro import (Retrospective, answers, check_cutoff, degree_mask, future_edges,
@@ -131,6 +131,13 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     band = Band(triage.band[0], triage.band[1], True, True)  # clipped cuts route exactly as the infinite ones
     gnn = GNNBlocks(scorer, space)
     timer["prepare"] = time.perf_counter() - t0
+    fitted = None
+    if d.get("stack"):  # the stacked head, fit on the split's held-out transitions (hygrail/discovery/stack.py)
+        t0 = time.perf_counter()
+        fitted = stack.fit(split, triage.scores, list(d["stack"]), d.get("compatible") if (d.get("compatible") or {})
+                           .get("via") else None, stack.NameCosine.of(gnn), seed)
+        metrics |= fitted.metrics()
+        timer["stack_fit"] = time.perf_counter() - t0
 
     # -- triage of the whole space --------------------------------------------------------------
     t0 = time.perf_counter()
@@ -183,11 +190,14 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     if future is not None:
         t0 = time.perf_counter()
         result.retro, result.curves, retro_metrics = evaluate(cfg, d, split, space, gnn, band, w, reviewed,
-                                                               decisions, future, kg.num_nodes, gamma)
+                                                               decisions, future, kg.num_nodes, gamma, fitted)
         metrics |= retro_metrics
         timer["evaluate"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    result.entities = entities.entity_report(d, wanted, space, gnn, band, split, future, seed)
+    memo = stack.Memo(gnn)  # the per-entity rows score each block once for the GNN and the stack
+    stacked = {f"stack_{v}": (stack.VARIANTS[v], stack_blocks(d, fitted, v, space, memo, gnn)) for v in fitted.models} \
+        if fitted is not None and future is not None else {}
+    result.entities = entities.entity_report(d, wanted, space, gnn, band, split, future, seed, memo, stacked)
     if result.entities is not None:
         metrics |= result.entities.metrics
         timer["entities"] = time.perf_counter() - t0
@@ -349,7 +359,7 @@ def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.nda
 
 
 def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlocks, band: Band, w, reviewed: list,
-             decisions: np.ndarray, future, n_nodes: int, fit=None):
+             decisions: np.ndarray, future, n_nodes: int, fit=None, fitted: "stack.StackFit | None" = None):
     """Every ranking of the whole candidate space under every condition of the retrospective grid
     (``retro``), exactly over every candidate: (``retro.Retrospective``, the headline's precision@k
     curves, metrics). The rankings, all read from the cut graph (``space.kg``), as the GNN's: the
@@ -381,11 +391,15 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
     for b in entities.whole_space_baselines(d):
         scores[b] = walked(lambda b=b: entities.BASELINES[b][1](graph, space, entities.baseline_options(d)),
                            entities.BASELINES[b][0])
+    for v in (fitted.models if fitted is not None else {}):  # the GNN's kept logits, block by block in walk order
+        scores[f"stack_{v}"] = walked(lambda v=v: stack_blocks(d, fitted, v, space, stack.Kept(w.scores), gnn),
+                                      stack.VARIANTS[v])
     if space.size <= int(d["eval_max_pairs"]):
         pa = walk(space, PreferentialAttachment(graph, space), 1, seed, block, keep=True).scores
         scores["novelty"], scores["degree_adjusted"] = novelty_scores(
             w.scores, distances(graph, src, dst, int(d["distance_cap"])), pa, float(d["novelty_beta"]))
-    labels = METHODS | {b: entities.BASELINES[b][0] for b in entities.whole_space_baselines(d)}
+    labels = METHODS | {b: entities.BASELINES[b][0] for b in entities.whole_space_baselines(d)} | \
+        {f"stack_{v}": stack.VARIANTS[v] for v in (fitted.models if fitted is not None else {})}
     scores = {labels[k]: v for k, v in scores.items()}
     pos = space.positions(src, dst, future.src, future.dst)
     if (pos < 0).any():
@@ -425,6 +439,13 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
         metrics |= {f"retro_{key[row['method']]}_{k}": float(v) for k, v in row.items()
                     if k not in ("method", "horizon", "min_degree", "min_count", "n_candidates")}
     return result, curves, metrics
+
+
+def stack_blocks(d: dict, fitted, variant: str, space: CandidateSpace, gnn_block, gnn: GNNBlocks):
+    """A fitted stack variant over ``space``'s blocks (``stack.StackBlocks``); ``gnn_block``: the
+    block's GNN logits (``stack.Kept`` or ``stack.Memo``)."""
+    compatible = d.get("compatible") if (d.get("compatible") or {}).get("via") else None
+    return stack.StackBlocks(fitted, variant, space, gnn_block, gnn.probability, compatible, stack.NameCosine.of(gnn))
 
 
 def hygrail_scores(cfg: DictConfig, d: dict, space: CandidateSpace, src: np.ndarray, dst: np.ndarray, gnn: GNNBlocks,

@@ -1,0 +1,310 @@
+"""The discovery ranker trained as it is evaluated (issue #35): gradient-boosted trees stacked over
+what the heuristics know, the neighbours' choices and the GNN's score, fit on the transitions the
+GNN never trained on.
+
+Why: on the whole graphs the GNN alone is level with the Science4Cast trees and a 3-path count
+(experiments/discovery.md). Science4Cast's winners (Krenn et al., Nature Machine Intelligence 2023)
+were hand-made features over a learned classifier fit on an earlier window's transitions; He et al.
+(Science Advances 2023) recommend precursors for a target from the recorded precursors of the most
+similar known targets by composition. This head gives trees both, plus the GNN's score, so the GNN
+must earn its place: ``discover.stack`` lists the variants ranked side by side (``with_gnn``, and
+``without_gnn``, the same head without the GNN's score).
+
+Which graph each stage reads (t = the cutoff):
+
+- fit: the split's held-out hypotheses (``split.part('val')`` and ``('test')``: the relation's newest
+  30% of edges dated <= t, with 20 uniform negatives each: paper App. A.2), every feature read from
+  ``split.graph(part)``, the graph *before* those edges (the training graph), at its own date; the
+  GNN's score is its triage score of that pair, from the model trained on the training graph's
+  edges only. So the rows are transitions: what was new in the window, predicted from the graph at
+  its start, by features none of which saw it. The GNN chose its epoch on the validation part, the
+  only use of those rows before; the test part was never used for a choice.
+- check (``StackFit.check``, logged as ``stack_check_*``): the head fit on the validation rows alone,
+  scored on the test rows: AUC / AP of the GNN alone and of each variant. Pre-cutoff evidence only; no
+  answer after the cutoff is read by any stage here.
+- ranking: the head refit on both parts, features read from the cut graph (everything known at t),
+  the GNN's score from the model passing messages over it (``run.py``: ``load_scorer(graph=known)``).
+
+Features of a candidate (u, v), u of the relation's source type:
+
+- ``transitions.PairFeatures``: degrees, recent growth, preferential attachment, 3-paths (raw and
+  normalised), the HPO ontology neighbourhood of v among u's partners, the recipes' element
+  compatibility (the trees' features of the ``gbdt`` baseline);
+- ``knn_src``: He et al.'s idea, user-based: the share of u's ``K`` most similar sources (cosine of
+  their relation partner sets) that have v, weighted by similarity;
+- ``knn_via``: the same over the sources most similar by their ``via`` neighbours (``discover.compatible``:
+  the recipes' elements, less the ignored O, C, H, N): the He et al. neighbours of a target, the only
+  ones a new target, known by its composition alone, has;
+- ``knn_dst``: item-based: the similarity-weighted count of u's partners among v's ``K`` most similar
+  destinations (cosine of their partner sets);
+- ``name_cos``: the cosine of the two names' embeddings, when the backbone reads names (the GNN's own
+  input columns; the only signal a newly curated disease with no feature yet has);
+- ``gnn``: the GNN's score (``with_gnn`` only): its probability, the same float32 sigmoid of its
+  logit on both sides (trees split on order only).
+
+Where the numbers come from: ``K`` = 20 neighbours, a common default of neighbourhood collaborative
+filtering (Herlocker et al., SIGIR 1999, found 20-50 best on MovieLens), not tuned here; the trees
+are ``transitions.PARAMS`` (sklearn's defaults, early stopping on 10% of the rows), not tuned.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from hygrail.baselines.structural import CHUNK, relation_adjacency
+from hygrail.baselines.transitions import PARAMS, PairFeatures, Predictor, graph_date
+from hygrail.descriptors import compatible_sets
+from hygrail.kg import KG, DataError, Relation
+
+K = 20
+VARIANTS = {"with_gnn": "Stack (trees + GNN)", "without_gnn": "Stack without GNN"}
+SIM_ROWS = 512  # rows of a similarity product at a time (512 x 12k float64 = 49 MB on whole HPO)
+
+
+# -- neighbours --------------------------------------------------------------------------------
+def top_k_cosine(profile: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray, k: int = K) -> sp.csr_matrix:
+    """N x N: for each node in ``rows``, its ``k`` most cosine-similar nodes among ``cols`` (itself
+    excluded; only positive similarities), by their ``profile`` rows (N x M, 0/1); ties broken by
+    node id. Built SIM_ROWS rows at a time: the full similarity is never held."""
+    n = profile.shape[0]
+    p = sp.csr_matrix(profile, dtype=np.float64)
+    norm = np.sqrt(np.asarray(p.multiply(p).sum(axis=1)).ravel())
+    inv = np.divide(1.0, norm, out=np.zeros_like(norm), where=norm > 0)
+    unit = sp.diags(inv) @ p
+    right = unit[cols].T.tocsc()
+    out_r, out_c, out_v = [], [], []
+    for lo in range(0, len(rows), SIM_ROWS):
+        r = rows[lo : lo + SIM_ROWS]
+        sim = (unit[r] @ right).toarray()
+        sim[r[:, None] == cols[None, :]] = 0.0
+        kk = min(k, sim.shape[1])
+        if kk == 0:
+            continue
+        # stable order: ties by column position (node id order of ``cols``), not by the partition
+        top = np.argsort(-sim, axis=1, kind="stable")[:, :kk]
+        val = np.take_along_axis(sim, top, axis=1)
+        keep = val > 0
+        out_r.append(np.repeat(r, kk)[keep.ravel()])
+        out_c.append(cols[top][keep])
+        out_v.append(val[keep])
+    if not out_r:
+        return sp.csr_matrix((n, n))
+    return sp.csr_matrix((np.concatenate(out_v), (np.concatenate(out_r), np.concatenate(out_c))), shape=(n, n))
+
+
+def _row_normalised(m: sp.csr_matrix) -> sp.csr_matrix:
+    s = np.asarray(m.sum(axis=1)).ravel()
+    return (sp.diags(np.divide(1.0, s, out=np.zeros_like(s), where=s > 0)) @ m).tocsr()
+
+
+def _rowsum(m: sp.spmatrix) -> np.ndarray:
+    return np.asarray(m.sum(axis=1), dtype=np.float64).ravel()
+
+
+class Neighbours:
+    """The ``knn_*`` features (module docstring) of ``graph``: sources' and destinations' ``k``
+    nearest by partner sets, sources' by ``via`` neighbours (``compatible`` given)."""
+
+    def __init__(self, graph: KG, relation: Relation, compatible: Mapping | None = None, k: int = K,
+                 option: str = "discover.compatible"):
+        self.a = relation_adjacency(graph, relation)
+        src, dst = graph.nodes_of_type(relation.src), graph.nodes_of_type(relation.dst)
+        deg = np.diff(self.a.indptr)
+        # neighbours that can vote: nodes with partners (a source without any has nothing to lend)
+        self.src_knn = _row_normalised(top_k_cosine(self.a, src, src[deg[src] > 0], k))
+        self.dst_knn = top_k_cosine(self.a, dst, dst[deg[dst] > 0], k)
+        self.names = ["knn_src", "knn_dst"]
+        self.via_knn = None
+        if compatible:
+            has = compatible_sets(graph, compatible, option)
+            self.via_knn = _row_normalised(top_k_cosine(has, src, src[deg[src] > 0], k))
+            self.names.append("knn_via")
+        self.a_t = self.a.T.tocsr()
+
+    def block(self, src: np.ndarray, dst: np.ndarray) -> list[np.ndarray]:
+        """One S x D plane per feature, of every pair (src[i], dst[j])."""
+        a_dst = self.a[:, dst]
+        planes = [(self.src_knn[src] @ a_dst).toarray(), (self.a[src] @ self.dst_knn[dst].T).toarray()]
+        if self.via_knn is not None:
+            planes.append((self.via_knn[src] @ a_dst).toarray())
+        return planes
+
+    def pairs(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """n x F: the features of each pair (src[i], dst[i])."""
+        out = np.empty((len(src), len(self.names)), dtype=np.float32)
+        for lo in range(0, len(src), CHUNK):
+            s, d = src[lo : lo + CHUNK], dst[lo : lo + CHUNK]
+            out[lo : lo + CHUNK, 0] = _rowsum(self.src_knn[s].multiply(self.a_t[d]))
+            out[lo : lo + CHUNK, 1] = _rowsum(self.a[s].multiply(self.dst_knn[d]))
+            if self.via_knn is not None:
+                out[lo : lo + CHUNK, 2] = _rowsum(self.via_knn[s].multiply(self.a_t[d]))
+        return out
+
+
+# -- the head ----------------------------------------------------------------------------------------
+class Features:
+    """Every column of the head but the GNN's (``PairFeatures`` + ``Neighbours`` + ``name_cos``) of
+    ``graph`` at ``date``; ``names``: a ``(src, dst) -> cosine`` for listed pairs and
+    ``(src_block) -> S x D`` for a block over ``dst`` (None: no names)."""
+
+    def __init__(self, graph: KG, relation: Relation, date: int, compatible: Mapping | None,
+                 names: "NameCosine | None", dst: np.ndarray | None = None):
+        options = {"compatible": compatible} if compatible else {}
+        self.pair = PairFeatures(graph, relation, date, options, dst, option="discover.compatible")
+        self.knn = Neighbours(graph, relation, compatible)
+        self.cos, self.dst = names, dst
+        self.names = (*self.pair.names, *self.knn.names, *(("name_cos",) if names is not None else ()))
+
+    def pairs(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        parts = [self.pair.pairs(src, dst), self.knn.pairs(src, dst)]
+        if self.cos is not None:
+            parts.append(self.cos.pairs(src, dst)[:, None].astype(np.float32))
+        return np.hstack(parts)
+
+    def planes(self, src: np.ndarray) -> np.ndarray:
+        """F x S x D float32."""
+        extra = self.knn.block(src, self.dst) + ([self.cos.block(src)] if self.cos is not None else [])
+        return np.concatenate([self.pair.planes(src), np.stack(extra).astype(np.float32)], axis=0)
+
+
+@dataclass
+class NameCosine:
+    """The names' cosine as the plus backbones read it (``scoring.GNNBlocks.name_cosine``)."""
+
+    pairs: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    block: Callable[[np.ndarray], np.ndarray]
+
+    @classmethod
+    def of(cls, gnn) -> "NameCosine | None":
+        if gnn.name_cosine(np.zeros(1, np.int64)[:0], np.zeros(1, np.int64)[:0]) is None:
+            return None
+        return cls(lambda s, d: gnn.name_cosine(s, d), lambda s: gnn.name_cosine(s))
+
+
+@dataclass
+class StackFit:
+    """The fitted heads (variant -> trees) and what the fit found."""
+
+    models: dict[str, HistGradientBoostingClassifier]
+    names: tuple[str, ...]  # feature columns, the GNN's last in ``with_gnn``
+    check: dict[str, float] = field(default_factory=dict)  # stack_check_*: fit on val rows, scored on test rows
+    seconds: float = 0.0
+
+    def metrics(self) -> dict[str, float]:
+        return self.check | {"stack_fit_seconds": self.seconds,
+                             **{f"stack_{v}_trees": float(m.n_iter_) for v, m in self.models.items()}}
+
+
+def _rows(split, part: str, gnn_scores: np.ndarray, compatible, names) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """(features with the GNN's score last, labels, column names) of one held-out part, read from its graph."""
+    graph, rel = split.graph(part), split.relation
+    df = split.part(part)
+    feats = Features(graph, rel, graph_date(graph, rel), compatible, names)
+    x = feats.pairs(df["src"].to_numpy(), df["dst"].to_numpy())
+    return np.hstack([x, gnn_prob(gnn_scores)[:, None]]), df["label"].to_numpy(), (*feats.names, "gnn")
+
+
+def gnn_prob(p: np.ndarray) -> np.ndarray:
+    """The GNN's score as the head reads it: its probability in float32 (as ``Scorer.probability``
+    computes it from a logit), the same on the fit rows and on the candidates."""
+    return np.asarray(p, dtype=np.float32)
+
+
+def fit(split, triage_scores, variants: Sequence[str], compatible: Mapping | None = None, names=None,
+        seed: int = 0) -> StackFit:
+    """Fit each variant (``VARIANTS``) on the split's held-out parts (module docstring); the check
+    first: fit on validation, AUC / AP on test, for the GNN alone and each variant."""
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or not variants:
+        raise DataError(f"discover.stack={list(variants)}: expected some of {list(VARIANTS)} (or [] for no stack)")
+    t0 = time.perf_counter()
+    x_val, y_val, cols_ = _rows(split, "val", triage_scores.val, compatible, names)
+    x_test, y_test, _ = _rows(split, "test", triage_scores.test, compatible, names)
+    for part, y in (("val", y_val), ("test", y_test)):
+        if len(np.unique(y)) < 2:
+            raise DataError(f"discover.stack: the split's {part} part has {int(y.sum())} positives of {len(y)}; "
+                            f"the stacked head learns from both classes")
+    check = {"stack_check_gnn_auc": float(roc_auc_score(y_test, x_test[:, -1])),
+             "stack_check_gnn_ap": float(average_precision_score(y_test, x_test[:, -1]))}
+    for v in variants:
+        c = columns(v, x_val.shape[1])
+        s = _trees(x_val[:, c], y_val, seed).decision_function(x_test[:, c])
+        check |= {f"stack_check_{v}_auc": float(roc_auc_score(y_test, s)),
+                  f"stack_check_{v}_ap": float(average_precision_score(y_test, s))}
+    x, y = np.vstack([x_val, x_test]), np.concatenate([y_val, y_test])
+    models = {v: _trees(x[:, columns(v, x.shape[1])], y, seed) for v in variants}
+    return StackFit(models, cols_, check, time.perf_counter() - t0)
+
+
+def columns(variant: str, width: int) -> slice:
+    """The columns a variant reads (the GNN's score is the last)."""
+    return slice(None) if variant == "with_gnn" else slice(0, width - 1)
+
+
+def _trees(x: np.ndarray, y: np.ndarray, seed: int) -> HistGradientBoostingClassifier:
+    return HistGradientBoostingClassifier(**PARAMS, random_state=seed).fit(x, y)
+
+
+class StackBlocks:
+    """A fitted variant over a candidate space's blocks: features read from ``space.kg`` (the cut
+    graph) at its date; ``gnn``: the block's GNN logits (S x D; ``with_gnn`` only: ``Kept`` in a
+    whole-space walk, ``Memo`` per entity block). Log-odds, each distinct coded row once
+    (``transitions.Predictor``)."""
+
+    def __init__(self, stack: StackFit, variant: str, space, gnn: Callable | None, probability: Callable,
+                 compatible: Mapping | None = None, names=None):
+        if variant == "with_gnn" and gnn is None:
+            raise ValueError("the with_gnn stack needs the GNN's block scores")
+        rel = space.relation
+        self.feats = Features(space.kg, rel, graph_date(space.kg, rel), compatible, names, space.dst)
+        self.model, self.variant, self.gnn, self.probability = stack.models[variant], variant, gnn, probability
+        self.width = len(self.feats.names) + (variant == "with_gnn")
+        self.predict = Predictor(self.model, self.width)
+
+    def __call__(self, block) -> np.ndarray:
+        p = self.feats.planes(block.src)
+        if self.variant == "with_gnn":
+            p = np.concatenate([p, gnn_prob(self.probability(self.gnn(block)))[None]], axis=0)
+        flat = p.reshape(self.width, -1)
+        if not self.predict.exact:
+            return self.model.decision_function(flat.T).reshape(p.shape[1:])
+        key = np.zeros(p.shape[1:], dtype=np.int64)
+        for f in np.flatnonzero(self.predict.weight):
+            key += self.predict.code(f, p[f])
+        return self.predict.lookup(key.ravel(), lambda idx: flat[:, idx].T).reshape(key.shape)
+
+
+class Kept:
+    """The GNN's logits of each block of a whole-space walk, read back from the walk that kept them
+    (``Walk.scores``, walk order): blocks must come in walk order, as ``scoring.walk`` gives them."""
+
+    def __init__(self, scores: np.ndarray):
+        self.scores, self.at = scores, 0
+
+    def __call__(self, block) -> np.ndarray:
+        out = np.zeros(block.valid.shape, dtype=self.scores.dtype)
+        n = int(block.valid.sum())
+        out[block.valid] = self.scores[self.at : self.at + n]
+        self.at += n
+        return out
+
+
+class Memo:
+    """A block scorer that remembers its last block: the GNN scored once for the GNN's own row and
+    the stack's column of the per-entity evaluation (``entities.found_at`` asks every method for the
+    same block in turn)."""
+
+    def __init__(self, score: Callable):
+        self.score, self.last, self.value = score, None, None
+
+    def __call__(self, block) -> np.ndarray:
+        if block is not self.last:
+            self.last, self.value = block, self.score(block)
+        return self.value
