@@ -127,13 +127,15 @@ class Neighbours:
             self.via_knn = _row_normalised(top_k_cosine(has, src, src[deg[src] > 0], k))
             self.names.append("knn_via")
         self.a_t = self.a.T.tocsr()
+        self._dst = None
 
     def block(self, src: np.ndarray, dst: np.ndarray) -> list[np.ndarray]:
         """One S x D plane per feature, of every pair (src[i], dst[j])."""
-        a_dst = self.a[:, dst]
-        planes = [(self.src_knn[src] @ a_dst).toarray(), (self.a[src] @ self.dst_knn[dst].T).toarray()]
+        if self._dst is not dst:  # a walk asks for the same destinations every block: slice the columns once
+            self._dst, self._a_dst, self._knn_dst = dst, self.a[:, dst].tocsc(), self.dst_knn[dst].T.tocsc()
+        planes = [(self.src_knn[src] @ self._a_dst).toarray(), (self.a[src] @ self._knn_dst).toarray()]
         if self.via_knn is not None:
-            planes.append((self.via_knn[src] @ a_dst).toarray())
+            planes.append((self.via_knn[src] @ self._a_dst).toarray())
         return planes
 
     def pairs(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
