@@ -149,6 +149,65 @@ def test_twins_resolve_together_and_answers_on_a_twin_are_known():
         entities.resolve(space, ["mend syndrome"])
 
 
+class _ByDegree:
+    """A stand-in GNN for rank_entity: logit = the partner's degree (hubs first, as the issue saw)."""
+
+    def __init__(self, kg):
+        self.kg = kg
+
+    def pairs(self, src, dst):
+        return self.kg.degree[dst].astype(np.float32) - 2.0
+
+    @staticmethod
+    def probability(logits):
+        return 1 / (1 + np.exp(-np.asarray(logits, dtype=np.float64)))
+
+
+def test_a_disease_is_never_offered_what_it_or_its_twin_already_implies():
+    """Issue #36: on an HPO-like ontology (is_a closure as ``KG.ancestors``), Marfan's OMIM twin is
+    never offered its ORPHA twin's annotation (Ectopia lentis) or that annotation's ancestors
+    (Abnormality of the eye, Phenotypic abnormality), nor the ancestors of its own (KG.excluded);
+    a descendant of a twin's annotation (Subluxated lens) is still a discovery. The heading counts
+    what was left out."""
+    names = ["Marfan syndrome (OMIM:154700)", "Marfan syndrome (ORPHA:558)", "Homocystinuria",
+             "Phenotypic abnormality", "Abnormality of the eye", "Ectopia lentis", "Subluxated lens",
+             "Abnormality of the skeleton", "Arachnodactyly", "Tall stature", "Myopia"]
+    types = ["Disease"] * 3 + ["Phenotype"] * 8
+    parent = {4: 3, 5: 4, 6: 5, 7: 3, 8: 7, 9: 7, 10: 4}  # is_a
+    anc = np.zeros((len(names),) * 2, dtype=bool)
+    for child in parent:
+        up = child
+        while up in parent:
+            up = parent[up]
+            anc[child, up] = True
+    edges = pl.DataFrame({"u": [0, 1, 2, 2, 2], "v": [8, 5, 9, 10, 6], "type": "Disease-Phenotype", "count": 1,
+                          "year": 2000})
+    nodes = pl.DataFrame({"name": names, "type": types, "created": [None] * 3 + [1990] * 8})
+    import scipy.sparse as sparse
+
+    kg = KG(HPO_LIKE, nodes, edges, ancestors=sparse.csr_matrix(anc))
+    space = CandidateSpace(kg, HPO_LIKE.relations["dis_phe"])
+    omim, orpha = entities.resolve(space, ["Marfan syndrome"])
+    on, implied = entities.known_through_twins(kg, omim)
+    assert ({kg.label(p) for p in on}, {kg.label(p) for p in implied}) == (
+        {"Ectopia lentis"}, {"Abnormality of the eye", "Phenotypic abnormality"})
+    got = entities.rank_entity(space, _ByDegree(kg), Band(0.2, 0.6, True, True), omim, 10, seed=0)
+    offered = set(got.table["partner"].to_list())
+    # own annotation Arachnodactyly: its ancestors were excluded before (KG.excluded), the twin's are now
+    assert offered == {"Subluxated lens", "Tall stature", "Myopia"}
+    assert (got.candidates, got.on_twins, got.implied_by_twins) == (3, 1, 1)  # the root: excluded already
+    report = entities.EntityReport([got], {"Disease": "Phenotype"})
+    assert ("Disease 'Marfan syndrome (OMIM:154700)' (id 0): its best 3 of 3 candidates (GNN ranking, "
+            in entities.markdown(report))
+    assert "left out as known: 1 annotated on its twin (id 1), 1 implied by those (their ancestors))" in \
+        entities.markdown(report)
+    # the ORPHA twin is not offered the OMIM twin's Arachnodactyly nor Abnormality of the skeleton
+    other = set(entities.rank_entity(space, _ByDegree(kg), Band(0.2, 0.6, True, True), orpha, 10, 0).table["partner"])
+    assert not other & {"Arachnodactyly", "Abnormality of the skeleton", "Phenotypic abnormality",
+                        "Abnormality of the eye"}
+    assert "Subluxated lens" in other and "Tall stature" in other
+
+
 def test_an_accent_free_spelling_resolves():
     space = hpo_like_space()
     for given in ("Alstrom syndrome", "ALSTROM SYNDROME", "alström syndrome", " Alström syndrome "):

@@ -20,7 +20,11 @@ id). HPO's loader appends " (<key>)" to a name several keys share, so 'Marfan sy
 syndrome (OMIM:154700)' and 'Marfan syndrome (ORPHA:558)'; OMIM's 'Alstrom syndrome' is ORPHA's
 'Alström syndrome'. A name gives each twin with edges as its own entity (a name written with its key
 only that node); every entity carries its ``twins`` (their node ids), and ``known_on_twins`` gives
-their partners, the answers the entity already has under another key. A name held by several nodes
+their partners, the answers the entity already has under another key: they are left out of its list,
+with their ancestors in the ontology (``known_through_twins``: under the true-path rule a twin's
+annotation implies every ancestor of it; ``KG.excluded`` already drops the ancestors of the entity's
+own), read on the graph the space reads (the cut graph with a cutoff), and the section's heading
+counts them (issue #36: an ORPHA twin's feature came back as new). A name held by several nodes
 otherwise (a material that is both a Target and a Precursor) or by none is a one-line DataError
 listing the nodes it could mean or the closest names (difflib over the accent-free names less their
 keys, each shown with its key and id) and how to quote a name on the command line: Hydra's override
@@ -252,8 +256,11 @@ def known_on_twins(kg: KG, entity: Entity) -> set[int]:
 class EntityList:
     entity: Entity
     table: pl.DataFrame  # rank, partner, id, score, region, future_year (best entity_k)
-    candidates: int  # how many candidates the entity has
+    candidates: int  # how many candidates the entity has (less those known on a twin or implied by them)
     seconds: float  # to rank them
+    on_twins: int = 0  # candidates left out: annotated on a twin (``known_on_twins``)
+    implied_by_twins: int = 0  # candidates left out: ancestors of a twin's annotations (true-path rule)
+    cards: pl.DataFrame | None = None  # evidence cards of the first ``discover.entity_cards`` (cards.COLUMNS)
 
 
 def entity_pairs(space: CandidateSpace, entity: Entity) -> tuple[np.ndarray, np.ndarray]:
@@ -268,11 +275,33 @@ def entity_pairs(space: CandidateSpace, entity: Entity) -> tuple[np.ndarray, np.
     return src[keep], dst[keep]
 
 
+def known_through_twins(kg: KG, entity: Entity) -> tuple[set[int], set[int]]:
+    """(on twins, implied): the partners ``entity``'s twins have in ``kg`` (``known_on_twins``), and
+    the proper ancestors of those partners in ``kg.ancestors`` (HPO's is_a closure) that are not
+    partners of a twin themselves. Under the true-path rule a twin's annotation implies each
+    ancestor of it for the one disease both twins name; ``KG.excluded`` already drops the
+    ancestors of the entity's own annotations, not of its twins'."""
+    on = known_on_twins(kg, entity)
+    if not on or kg.ancestors is None:
+        return on, set()
+    up = kg.ancestors[np.fromiter(on, dtype=np.int64, count=len(on))]
+    return on, set(np.unique(up.indices).tolist()) - on
+
+
 def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entity, k: int, seed: int,
                 future_years: Mapping[tuple[int, int], int] | None = None) -> EntityList:
-    """The ``k`` best candidates of ``entity`` by GNN logit, with their score and band region."""
+    """The ``k`` best candidates of ``entity`` by GNN logit, with their score and band region.
+    Partners known on a twin, or implied by a twin's annotation (``known_through_twins``), on the
+    graph the space reads (the cut graph with a cutoff), are left out: they are known for the
+    disease, not new; the section's heading counts them."""
     t0 = time.perf_counter()
     src, dst = entity_pairs(space, entity)
+    on, implied = known_through_twins(space.kg, entity)
+    partner = np.where(src == entity.node, dst, src)
+    on_twin = np.isin(partner, np.array(sorted(on), dtype=np.int64))
+    by_twin = np.isin(partner, np.array(sorted(implied), dtype=np.int64))
+    n_on, n_implied = int(on_twin.sum()), int(by_twin.sum())
+    src, dst = src[~(on_twin | by_twin)], dst[~(on_twin | by_twin)]
     logits = gnn.pairs(src, dst)
     top = ranking(logits, src, dst, seed)[:k]
     s, d = src[top], dst[top]
@@ -283,7 +312,7 @@ def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entit
                           "id": partner, "score": score,
                           "region": [REGION_NAMES[int(r)] for r in route(score, band)],
                           "future_year": pl.Series(years, dtype=pl.Int32)})
-    return EntityList(entity, table, len(src), time.perf_counter() - t0)
+    return EntityList(entity, table, len(src), time.perf_counter() - t0, n_on, n_implied)
 
 
 # -- per-entity baselines (module docstring) --------------------------------------------------------
@@ -523,8 +552,12 @@ def _sections(report: EntityReport) -> list[tuple[str, str, pl.DataFrame | None]
     parts = [("2", "Per-entity discovery", None)] if report.lists else []
     for e in report.lists:
         t = e.table.rename({"partner": report.partner_type[e.entity.node_type], "score": "GNN score"})
+        twins = ", ".join(map(str, e.entity.twins))
+        left = (f"; left out as known: {e.on_twins:,} annotated on its twin{'s' if len(e.entity.twins) > 1 else ''} "
+                f"(id {twins}), {e.implied_by_twins:,} "
+                f"implied by those (their ancestors)" if e.on_twins or e.implied_by_twins else "")
         head = (f"{e.entity}: its best {e.table.height} of {e.candidates:,} candidates "
-                f"(GNN ranking, {e.seconds:.2f} s)")
+                f"(GNN ranking, {e.seconds:.2f} s{left})")
         parts.append(("3", head, t if t["future_year"].is_not_null().any() else t.drop("future_year")))
     if report.retro is not None:
         parts.append(("2", "Per-entity retrospective evaluation", report.retro))
