@@ -15,6 +15,7 @@ from conftest import CONF, named_kg
 from hygrail.baselines import structural
 from hygrail.data.split import temporal_split
 from hygrail.discovery import entities
+from hygrail.discovery.cards import COLUMNS
 from hygrail.discovery.run import discover, write_report
 from hygrail.discovery.scoring import GNNBlocks
 from hygrail.discovery.space import Block, CandidateSpace, ranking
@@ -208,6 +209,15 @@ def test_a_disease_is_never_offered_what_it_or_its_twin_already_implies():
     assert "Subluxated lens" in other and "Tall stature" in other
 
 
+@pytest.mark.parametrize("cards", [-1, 21, "five", True])
+def test_entity_cards_out_of_range_is_a_one_line_error(cards):
+    d = {"entity_k": 20, "entity_ks": [1, 5, 10], "entity_cards": cards, "entities": ["Marfan syndrome"]}
+    with pytest.raises(DataError) as e:
+        entities.options(d, hpo_like_space())
+    assert str(e.value) == (f"discover.entity_cards={cards!r}: expected a number of evidence cards per entity from 0 "
+                            f"to discover.entity_k=20")
+
+
 def test_an_accent_free_spelling_resolves():
     space = hpo_like_space()
     for given in ("Alstrom syndrome", "ALSTROM SYNDROME", "alström syndrome", " Alström syndrome "):
@@ -306,6 +316,19 @@ def test_discovery_report_has_a_section_per_entity(tmp_path):
         assert md.count(f"### {head}") == 1 and page.count(html.escape(head)) == 1
     assert md.index("## Per-entity discovery") < md.index("## Per-entity retrospective evaluation") < md.index("## Ranked hypotheses")
     assert [e.table.height for e in result.entities.lists] == [5, 5]
+    # each listed candidate of an entity has its evidence card (discover.entity_cards=5, the default), built as
+    # the ranked table's: same columns, the verdict named with its rule, linked from the entity's table
+    for e in result.entities.lists:
+        cards = e.cards
+        assert cards.columns == list(COLUMNS) and cards["right_id" if e.entity.node_type == "CHM" else "left_id"].to_list() \
+            == e.table["id"].to_list()
+        assert cards["verdict"].to_list() == e.table["verdict"].to_list() and cards["rank"].to_list() == [1, 2, 3, 4, 5]
+        rule = {"auto_accept": "GNN: score ", "auto_reject": "GNN: score ", "routed": "routed, beyond the review budget"}
+        assert all(by.startswith(rule[r]) for by, r in zip(cards["decided_by"], cards["region"]))  # nothing reviewed
+        for r in range(1, 6):
+            assert page.count(f"id='entity-{e.entity.node}-card-{r}'") == 1
+            assert page.count(f"href='#entity-{e.entity.node}-card-{r}'") == 1
+    assert md.count("Evidence cards of its best 5 (discover.entity_cards=5;") == 2 and md.count("\n#### ") == 10
     # discover.entity_lists: every source entity's best 5 from the scoring pass, the named CHM's equal to its query
     lists = pl.read_parquet(out / "entity_lists.parquet")
     assert lists["left_id"].n_unique() == len(result.space.src) and lists.group_by("left_id").len()["len"].max() == 5

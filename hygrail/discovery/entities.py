@@ -41,7 +41,10 @@ and an APL's of its 658 took 0.013 s each. The whole ``task=discover`` run namin
 with ``discover.top_k=20`` (13.9 s with the default 1,000, whose evidence cards take 2.2 s): 10.2 s
 to prepare (generate the KG, split it, load the model and encode the graph) and 3.0 s to score all
 275,508 candidates. The query itself is far inside a 10 s budget; the run around it is not (13.3 s),
-nearly all of that the preparation every discovery run pays.
+nearly all of that the preparation every discovery run pays. Each list's first
+``discover.entity_cards`` (default 5) also get the ranked table's evidence cards (``run.entity_cards``)
+and every row its verdict as the ranked table decides it: one evidence retrieval per card, the cost
+the option bounds.
 
 Retrospective (``found_at``, ``summarise``, with ``discover.cutoff``): every entity of the relation's source type
 that gains edges after the cutoff (its answers: the future edges between nodes known by then,
@@ -116,6 +119,7 @@ from hygrail.baselines.kge import LABEL as KGE_LABEL
 from hygrail.baselines.kge import kge
 from hygrail.baselines.transitions import LABEL as GBDT_LABEL
 from hygrail.baselines.transitions import gbdt
+from hygrail.discovery.cards import card, md_card
 from hygrail.discovery.retro import Future
 from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, TSHBlocks
 from hygrail.discovery.space import Block, CandidateSpace, ranking, tiebreak
@@ -474,6 +478,10 @@ def options(d: Mapping, space: CandidateSpace) -> list[Entity]:
         raise DataError(f"discover.entity_k={k}: expected a positive number of candidates per entity")
     if not ks or not all(isinstance(x, int) and x >= 1 for x in ks):
         raise DataError(f"discover.entity_ks={ks}: expected positive list sizes")
+    cards = d.get("entity_cards", 0)
+    if not isinstance(cards, int) or isinstance(cards, bool) or not 0 <= cards <= k:
+        raise DataError(f"discover.entity_cards={cards!r}: expected a number of evidence cards per entity from 0 to "
+                        f"discover.entity_k={k}")
     unknown = [b for b in d.get("entity_baselines") or [] if b not in BASELINES]
     if unknown:
         raise DataError(f"discover.entity_baselines: unknown {unknown}; expected some of {list(BASELINES)}")
@@ -547,9 +555,10 @@ def _cells(df: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
     return [c.replace("_at_", "@") for c in cols], rows
 
 
-def _sections(report: EntityReport) -> list[tuple[str, str, pl.DataFrame | None]]:
-    """(level, heading, table) of each part: per-entity lists, then the retrospective table."""
-    parts = [("2", "Per-entity discovery", None)] if report.lists else []
+def _sections(report: EntityReport) -> list[tuple[str, str, pl.DataFrame | None, EntityList | None]]:
+    """(level, heading, table, the entity's list) of each part: per-entity lists, then the
+    retrospective table."""
+    parts = [("2", "Per-entity discovery", None, None)] if report.lists else []
     for e in report.lists:
         t = e.table.rename({"partner": report.partner_type[e.entity.node_type], "score": "GNN score"})
         twins = ", ".join(map(str, e.entity.twins))
@@ -558,15 +567,27 @@ def _sections(report: EntityReport) -> list[tuple[str, str, pl.DataFrame | None]
                 f"implied by those (their ancestors)" if e.on_twins or e.implied_by_twins else "")
         head = (f"{e.entity}: its best {e.table.height} of {e.candidates:,} candidates "
                 f"(GNN ranking, {e.seconds:.2f} s{left})")
-        parts.append(("3", head, t if t["future_year"].is_not_null().any() else t.drop("future_year")))
+        parts.append(("3", head, t if t["future_year"].is_not_null().any() else t.drop("future_year"), e))
     if report.retro is not None:
-        parts.append(("2", "Per-entity retrospective evaluation", report.retro))
+        parts.append(("2", "Per-entity retrospective evaluation", report.retro, None))
     return parts
+
+
+def _cards_note(e: EntityList) -> str:
+    """What the entity's cards cover: the first ``discover.entity_cards`` of its list (the bound on
+    their cost: one evidence retrieval each)."""
+    return (f"Evidence cards of its best {e.cards.height} (discover.entity_cards={e.cards.height}; the verdicts "
+            f"as in the ranked table: a reviewed pair by the review rule, any other by its region of the band).")
+
+
+def card_anchor(e: EntityList, rank: int) -> str:
+    """The element id of an entity's card: apart from the ranked table's ``card-<rank>``."""
+    return f"entity-{e.entity.node}-card-{rank}"
 
 
 def markdown(report: EntityReport) -> str:
     lines = []
-    for level, head, table in _sections(report):
+    for level, head, table, e in _sections(report):
         lines += ["#" * int(level) + " " + head, ""]
         if level == "2" and table is not None:
             lines += [report.note, ""]
@@ -574,22 +595,37 @@ def markdown(report: EntityReport) -> str:
             cols, rows = _cells(table)
             lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols),
                       *("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows), ""]
+        if e is not None and e.cards is not None and e.cards.height:
+            lines += [_cards_note(e), ""]
+            for row in e.cards.iter_rows(named=True):
+                lines += md_card(row, level=4)
     return "\n".join(lines)
 
 
 def to_html(report: EntityReport) -> str:
-    e = html.escape
+    esc = html.escape
     out = []
-    for level, head, table in _sections(report):
-        out.append(f"<h{level} class='entity'>{e(head)}</h{level}>")
+    for level, head, table, e in _sections(report):
+        out.append(f"<h{level} class='entity'>{esc(head)}</h{level}>")
         if level == "2" and table is not None:
-            out.append(f"<p>{e(report.note)}</p>")
+            out.append(f"<p>{esc(report.note)}</p>")
         if table is not None:
             cols, rows = _cells(table)
-            out.append("<table class='entity'><thead><tr>" + "".join(f"<th>{e(c)}</th>" for c in cols)
+            carded = set() if e is None or e.cards is None else set(e.cards["rank"].to_list())
+
+            def cell(c: str, j: int, r: list[str]) -> str:  # a carded row's rank links to its card
+                if j == 0 and e is not None and r[0].isdigit() and int(r[0]) in carded:
+                    return f"<td><a href='#{card_anchor(e, int(r[0]))}'>{esc(c)}</a></td>"
+                return f"<td>{esc(c)}</td>"
+
+            out.append("<table class='entity'><thead><tr>" + "".join(f"<th>{esc(c)}</th>" for c in cols)
                        + "</tr></thead><tbody>"
-                       + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
+                       + "".join("<tr>" + "".join(cell(c, j, r) for j, c in enumerate(r)) + "</tr>" for r in rows)
                        + "</tbody></table>")
+        if e is not None and e.cards is not None and e.cards.height:
+            out.append(f"<p class='small'>{esc(_cards_note(e))}</p><div class='entity-cards'>"
+                       + "".join(card(row, card_anchor(e, row["rank"])) for row in e.cards.iter_rows(named=True))
+                       + "</div>")
     return "".join(out)
 
 
