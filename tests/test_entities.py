@@ -207,6 +207,15 @@ def test_a_disease_is_never_offered_what_it_or_its_twin_already_implies():
     assert not other & {"Arachnodactyly", "Abnormality of the skeleton", "Phenotypic abnormality",
                         "Abnormality of the eye"}
     assert "Subluxated lens" in other and "Tall stature" in other
+    # with a cutoff an undated annotation (all of HPO's ORPHA ones) is withheld from the cut graph as a
+    # masked pair (KG.until): still known for the twin, so still left out
+    undated = edges.with_columns(pl.when(pl.col("u") == 1).then(-1).otherwise(pl.col("year")).alias("year"))
+    cut = KG(HPO_LIKE, nodes, undated, ancestors=sparse.csr_matrix(anc)).until(2005)
+    cut_space = CandidateSpace(cut, HPO_LIKE.relations["dis_phe"])
+    (alone,) = entities.resolve(cut_space, ["Marfan syndrome"])  # the ORPHA twin has no dated edge by then
+    assert alone == omim and not cut.has_edges(np.array([1]), np.array([5]))[0]
+    got = entities.rank_entity(cut_space, _ByDegree(cut), Band(0.2, 0.6, True, True), alone, 10, seed=0)
+    assert set(got.table["partner"]) == offered and (got.on_twins, got.implied_by_twins) == (1, 1)
 
 
 @pytest.mark.parametrize("cards", [-1, 21, "five", True])

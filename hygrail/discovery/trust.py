@@ -49,7 +49,8 @@ REGION_TEXT = {"auto_accept": "above b* (accepted by the GNN)", "reviewed": "rev
 
 
 UNTRUSTED = "the reviewer was not trusted on validation: its verdicts were not used"
-SHIFT_SAMPLE = 2000  # validation non-links scored on both graphs (``score_shift``): ~1-10 s on the whole HPO graph
+SHIFT_SAMPLE = 2000  # validation non-links scored on both graphs (``score_shift``): at the 0.2-2.5 ms a pair
+# measured for the plus backbones on the whole HPO graph (``scoring.GNNBlocks``), 0.4-5 s
 
 
 def untrusted(fit) -> bool:
