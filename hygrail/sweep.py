@@ -65,7 +65,7 @@ def run(cfg: DictConfig) -> dict:
     its MLflow run from start to end."""
     from hygrail import tracking
 
-    label = f"{cfg.relation.name} {cfg.backbone.name} {tracking.method_label(cfg)}"
+    label = cell_label(cfg)
     if cfg.resume and (done := tracking.finished_run(cfg)):
         log.info("cell %s already finished as MLflow run %s; skipping (resume=false reruns it)", label, done)
         return {"status": "skipped", "cell": label, "run_id": done}
@@ -86,6 +86,21 @@ def run(cfg: DictConfig) -> dict:
     print(line, flush=True)  # stdout holds results
     logging.getLogger("hygrail.result").info("%s", line)  # and the job's log file (conf/config.yaml: file only)
     return {"status": "finished", "cell": label, "run_id": cell.run_id}
+
+
+# The methods that train and read the triage GNN (``pipeline.run_gnn_only``, ``run_hygrail``): only
+# their result lines name a backbone (issue #36: TSH's line read "hpo_dis_phe rgcn TSH", though TSH,
+# KG-FM and the baselines train no GNN and one cell of theirs serves every backbone).
+USES_BACKBONE = ("gnn_only", "hygrail")
+
+
+def cell_label(cfg: DictConfig) -> str:
+    """A cell's name on its result line: the relation, the backbone where the method uses one, the
+    method's row name (``tracking.method_label``)."""
+    from hygrail import tracking
+
+    backbone = [str(cfg.backbone.name)] if cfg.method.name in USES_BACKBONE else []
+    return " ".join([str(cfg.relation.name), *backbone, tracking.method_label(cfg)])
 
 
 def result_line(label: str, m: dict, run_id: str) -> str:

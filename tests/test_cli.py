@@ -84,13 +84,13 @@ def test_baseline_cells_run_through_the_sweep(tmp_path):
     small = ["data.scale=0.5", "tracking.experiment=cli_test"]
     tsh = _sweep("method=tsh", "method.embedding=false", *small, tmp_path=tmp_path)
     assert tsh.returncode == 0, tsh.stderr[-2000:]
-    assert "chm_apl rgcn TSH: method P/R/F1" in tsh.stdout and "GNN P/R/F1" not in tsh.stdout
+    assert "chm_apl TSH: method P/R/F1" in tsh.stdout and "GNN P/R/F1" not in tsh.stdout  # TSH trains no GNN
     with ScriptedServer() as server:
         kgfm = _sweep("method=kgfm", "llm=scripted", f"llm.base_url={server.base_url}",
                       "method.cap.val=10", "method.cap.test=10", *small, tmp_path=tmp_path)
         assert kgfm.returncode == 0, kgfm.stderr[-2000:]
         assert server.count == 20
-    assert "KG-FM: method P/R/F1" in kgfm.stdout and "LLM call rate 100.0%" in kgfm.stdout
+    assert "chm_apl KG-FM: method P/R/F1" in kgfm.stdout and "LLM call rate 100.0%" in kgfm.stdout
 
 
 def test_an_unreachable_llm_server_fails_before_training_in_one_line_as_a_failed_run(tmp_path):

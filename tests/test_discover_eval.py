@@ -14,6 +14,7 @@ from hygrail.discovery import novelty, retro, trust
 from hygrail.discovery.cards import agreement
 from hygrail.discovery.space import CandidateSpace, ranking
 from hygrail.kg import KG, DataError, Relation, Schema
+from hygrail.review.contract import ReviewResult
 from scripted_server import Reply, ScriptedServer, ok_review
 from test_discover import _cfg
 
@@ -165,6 +166,34 @@ def test_bad_options_are_one_line_errors(tmp_path):
             options(_cfg(tmp_path, override))
 
 
+def test_each_verdict_names_its_rule_and_numbers():
+    """Issue #36: a 0.2469 score labelled auto_accept beside "GNN-only threshold 0.3423": b* lay below
+    the threshold. The page says which rule decided, with the numbers, and where the two disagree."""
+    from hygrail.triage.routing import Band
+
+    band = Band(0.2, 0.24, True, True)
+    assert trust.gnn_reason(1, 0.2469, band, 0.3423) == (
+        "GNN: score 0.2469 above b* 0.2400 (the band accepts it; the GNN-only threshold 0.3423 applies only to "
+        "unreviewed routed candidates)")
+    assert trust.gnn_reason(1, 0.5, band, 0.3423) == "GNN: score 0.5000 above b* 0.2400"
+    assert trust.gnn_reason(0, 0.1, band, 0.3423) == "GNN: score 0.1000 below a* 0.2000"
+    assert trust.gnn_reason(-1, 0.22, band, 0.3423) == (
+        "routed, beyond the review budget (GNN-only: reject, score 0.2200 vs threshold 0.3423)")
+    note = trust.band_note(band, 0.3423, {"discover_shift_negatives": 2000.0, "discover_shift_above_b_train": 0.01,
+                                          "discover_shift_above_b_cut": 0.05, "discover_shift_median_train": 0.01,
+                                          "discover_shift_median_cut": 0.02})
+    assert "so a score in (0.2400, 0.3423) is accepted by the band although the GNN-only decision would reject it" in note
+    assert "of 2,000 validation non-links, 1.0% score above b* on the training graph and 5.0% on the cut graph" in note
+    assert "b* lies below" not in trust.band_note(Band(0.1, 0.5, True, True), 0.3)
+    # gamma = inf: the reviewer was not trusted; its "yes" is not the reason for the reject
+    assert trust.untrusted(float("inf")) and not trust.untrusted(0.8) and not trust.untrusted(None)
+    yes = ReviewResult("yes", 0.79, "stated", "Plausible.", "", None)
+    assert trust.review_reason(yes, float("inf"), "paper", 0.3) == (
+        "γ = ∞: the reviewer was not trusted on validation: its verdicts were not used; the rule rejects every "
+        "reviewed candidate whatever it said")
+    assert trust.review_reason(yes, 0.9, "paper", 0.3) == "LLM rejected: review yes, confidence 0.79 < γ 0.90"
+
+
 # -- held-out precision per region -------------------------------------------------------------------
 def test_region_precision_by_hand():
     """Six test hypotheses: two above b*, three routed (two reviewed), one below a*."""
@@ -260,6 +289,48 @@ def test_region_precision_of_a_tiny_run_matches_a_hand_computation(tiny_run):
     assert m["reviewer_val_reviewed"] == routed_val.sum()
     assert m["reviewer_val_positives"] == val["label"].to_numpy()[routed_val].sum()
     assert m["reviewer_val_accept_rate"] < 0.9 and "The reviewer accepted" not in page
+
+
+def test_an_untrusted_reviewer_is_said_to_be_unused(tmp_path):
+    """Issue #36: cards showed "LLM review: yes, confidence 0.79" beside "verdict reject (LLM)", no
+    reason, at γ = ∞. A reviewer that says yes (0.79) to every non-link and no to every true link of
+    validation gets γ = ∞ (accepting any of its yes only adds false positives); the page then says
+    so in the issue's words at the top, beside γ, and on every reviewed card, and every row's verdict
+    names its rule with the numbers."""
+    import html
+
+    import hygrail.discovery.run as run
+    from hygrail.data import load_kg
+    from hygrail.stages import build_split, plain
+
+    with ScriptedServer(default=Reply(ok_review("yes", 0.79, "Plausible."))) as server:
+        cfg = _cfg(tmp_path, "discover.review_budget.val=null", "discover.top_k=30", url=server.base_url)
+        known = load_kg(plain(cfg.data))
+        _, split = build_split(cfg, known)
+        for part in ("val", "test"):
+            df = split.part(part).filter(pl.col("label") == 1)
+            for s, t in zip(df["src"], df["dst"]):
+                server.script(_statement(known, s, t), Reply(ok_review("no", 0.9, "Unlikely.")))
+        result = run.discover(cfg)
+        out = run.write_report(result)
+    said = "the reviewer was not trusted on validation: its verdicts were not used"
+    assert result.metrics["gamma"] == float("inf") and result.metrics["discover_reviewed"] > 0
+    assert result.summary["facts"]["gamma"].startswith(f"∞: {said}")
+    assert any(w.startswith(f"γ = ∞: {said}.") for w in result.summary["warnings"])
+    table = result.table
+    reviewed = table.filter(pl.col("review").is_not_null() & (pl.col("review") == "yes"))
+    assert reviewed.height and (reviewed["verdict"] == "reject").all()
+    assert reviewed["decided_by"].str.contains(said, literal=True).all()
+    page, md = html.unescape((out / "index.html").read_text()), (out / "hypotheses.md").read_text()
+    assert f"Warning: γ = ∞: {said}." in page and f"**Warning:** γ = ∞: {said}." in md
+    assert page.count("LLM review (not used: γ = ∞): yes, confidence 0.79") == reviewed.height
+    # the other rows: the region's rule with the numbers (b*, a*, or the GNN-only threshold when unreviewed)
+    band = result.metrics["band_a"], result.metrics["band_b"]
+    for row in table.filter(pl.col("review").is_null()).iter_rows(named=True):
+        assert row["decided_by"].startswith({"auto_accept": f"GNN: score {row['score']:.4f} above b* {band[1]:.4f}",
+                                             "auto_reject": f"GNN: score {row['score']:.4f} below a* {band[0]:.4f}",
+                                             "routed": "routed, beyond the review budget (GNN-only: "}[row["region"]])
+    assert "the GNN-only threshold (" in page and "validation non-links" in page  # the lead's band note
 
 
 def test_the_contamination_warning_is_printed_and_shown(tiny_run):

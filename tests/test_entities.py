@@ -15,6 +15,7 @@ from conftest import CONF, named_kg
 from hygrail.baselines import structural
 from hygrail.data.split import temporal_split
 from hygrail.discovery import entities
+from hygrail.discovery.cards import COLUMNS
 from hygrail.discovery.run import discover, write_report
 from hygrail.discovery.scoring import GNNBlocks
 from hygrail.discovery.space import Block, CandidateSpace, ranking
@@ -149,6 +150,83 @@ def test_twins_resolve_together_and_answers_on_a_twin_are_known():
         entities.resolve(space, ["mend syndrome"])
 
 
+class _ByDegree:
+    """A stand-in GNN for rank_entity: logit = the partner's degree (hubs first, as the issue saw)."""
+
+    def __init__(self, kg):
+        self.kg = kg
+
+    def pairs(self, src, dst):
+        return self.kg.degree[dst].astype(np.float32) - 2.0
+
+    @staticmethod
+    def probability(logits):
+        return 1 / (1 + np.exp(-np.asarray(logits, dtype=np.float64)))
+
+
+def test_a_disease_is_never_offered_what_it_or_its_twin_already_implies():
+    """Issue #36: on an HPO-like ontology (is_a closure as ``KG.ancestors``), Marfan's OMIM twin is
+    never offered its ORPHA twin's annotation (Ectopia lentis) or that annotation's ancestors
+    (Abnormality of the eye, Phenotypic abnormality), nor the ancestors of its own (KG.excluded);
+    a descendant of a twin's annotation (Subluxated lens) is still a discovery. The heading counts
+    what was left out."""
+    names = ["Marfan syndrome (OMIM:154700)", "Marfan syndrome (ORPHA:558)", "Homocystinuria",
+             "Phenotypic abnormality", "Abnormality of the eye", "Ectopia lentis", "Subluxated lens",
+             "Abnormality of the skeleton", "Arachnodactyly", "Tall stature", "Myopia"]
+    types = ["Disease"] * 3 + ["Phenotype"] * 8
+    parent = {4: 3, 5: 4, 6: 5, 7: 3, 8: 7, 9: 7, 10: 4}  # is_a
+    anc = np.zeros((len(names),) * 2, dtype=bool)
+    for child in parent:
+        up = child
+        while up in parent:
+            up = parent[up]
+            anc[child, up] = True
+    edges = pl.DataFrame({"u": [0, 1, 2, 2, 2], "v": [8, 5, 9, 10, 6], "type": "Disease-Phenotype", "count": 1,
+                          "year": 2000})
+    nodes = pl.DataFrame({"name": names, "type": types, "created": [None] * 3 + [1990] * 8})
+    import scipy.sparse as sparse
+
+    kg = KG(HPO_LIKE, nodes, edges, ancestors=sparse.csr_matrix(anc))
+    space = CandidateSpace(kg, HPO_LIKE.relations["dis_phe"])
+    omim, orpha = entities.resolve(space, ["Marfan syndrome"])
+    on, implied = entities.known_through_twins(kg, omim)
+    assert ({kg.label(p) for p in on}, {kg.label(p) for p in implied}) == (
+        {"Ectopia lentis"}, {"Abnormality of the eye", "Phenotypic abnormality"})
+    got = entities.rank_entity(space, _ByDegree(kg), Band(0.2, 0.6, True, True), omim, 10, seed=0)
+    offered = set(got.table["partner"].to_list())
+    # own annotation Arachnodactyly: its ancestors were excluded before (KG.excluded), the twin's are now
+    assert offered == {"Subluxated lens", "Tall stature", "Myopia"}
+    assert (got.candidates, got.on_twins, got.implied_by_twins) == (3, 1, 1)  # the root: excluded already
+    report = entities.EntityReport([got], {"Disease": "Phenotype"})
+    assert ("Disease 'Marfan syndrome (OMIM:154700)' (id 0): its best 3 of 3 candidates (GNN ranking, "
+            in entities.markdown(report))
+    assert "left out as known: 1 annotated on its twin (id 1), 1 implied by those (their ancestors))" in \
+        entities.markdown(report)
+    # the ORPHA twin is not offered the OMIM twin's Arachnodactyly nor Abnormality of the skeleton
+    other = set(entities.rank_entity(space, _ByDegree(kg), Band(0.2, 0.6, True, True), orpha, 10, 0).table["partner"])
+    assert not other & {"Arachnodactyly", "Abnormality of the skeleton", "Phenotypic abnormality",
+                        "Abnormality of the eye"}
+    assert "Subluxated lens" in other and "Tall stature" in other
+    # with a cutoff an undated annotation (all of HPO's ORPHA ones) is withheld from the cut graph as a
+    # masked pair (KG.until): still known for the twin, so still left out
+    undated = edges.with_columns(pl.when(pl.col("u") == 1).then(-1).otherwise(pl.col("year")).alias("year"))
+    cut = KG(HPO_LIKE, nodes, undated, ancestors=sparse.csr_matrix(anc)).until(2005)
+    cut_space = CandidateSpace(cut, HPO_LIKE.relations["dis_phe"])
+    (alone,) = entities.resolve(cut_space, ["Marfan syndrome"])  # the ORPHA twin has no dated edge by then
+    assert alone == omim and not cut.has_edges(np.array([1]), np.array([5]))[0]
+    got = entities.rank_entity(cut_space, _ByDegree(cut), Band(0.2, 0.6, True, True), alone, 10, seed=0)
+    assert set(got.table["partner"]) == offered and (got.on_twins, got.implied_by_twins) == (1, 1)
+
+
+@pytest.mark.parametrize("cards", [-1, 21, "five", True])
+def test_entity_cards_out_of_range_is_a_one_line_error(cards):
+    d = {"entity_k": 20, "entity_ks": [1, 5, 10], "entity_cards": cards, "entities": ["Marfan syndrome"]}
+    with pytest.raises(DataError) as e:
+        entities.options(d, hpo_like_space())
+    assert str(e.value) == (f"discover.entity_cards={cards!r}: expected a number of evidence cards per entity from 0 "
+                            f"to discover.entity_k=20")
+
+
 def test_an_accent_free_spelling_resolves():
     space = hpo_like_space()
     for given in ("Alstrom syndrome", "ALSTROM SYNDROME", "alström syndrome", " Alström syndrome "):
@@ -247,6 +325,19 @@ def test_discovery_report_has_a_section_per_entity(tmp_path):
         assert md.count(f"### {head}") == 1 and page.count(html.escape(head)) == 1
     assert md.index("## Per-entity discovery") < md.index("## Per-entity retrospective evaluation") < md.index("## Ranked hypotheses")
     assert [e.table.height for e in result.entities.lists] == [5, 5]
+    # each listed candidate of an entity has its evidence card (discover.entity_cards=5, the default), built as
+    # the ranked table's: same columns, the verdict named with its rule, linked from the entity's table
+    for e in result.entities.lists:
+        cards = e.cards
+        assert cards.columns == list(COLUMNS) and cards["right_id" if e.entity.node_type == "CHM" else "left_id"].to_list() \
+            == e.table["id"].to_list()
+        assert cards["verdict"].to_list() == e.table["verdict"].to_list() and cards["rank"].to_list() == [1, 2, 3, 4, 5]
+        rule = {"auto_accept": "GNN: score ", "auto_reject": "GNN: score ", "routed": "routed, beyond the review budget"}
+        assert all(by.startswith(rule[r]) for by, r in zip(cards["decided_by"], cards["region"]))  # nothing reviewed
+        for r in range(1, 6):
+            assert page.count(f"id='entity-{e.entity.node}-card-{r}'") == 1
+            assert page.count(f"href='#entity-{e.entity.node}-card-{r}'") == 1
+    assert md.count("Evidence cards of its best 5 (discover.entity_cards=5;") == 2 and md.count("\n#### ") == 10
     # discover.entity_lists: every source entity's best 5 from the scoring pass, the named CHM's equal to its query
     lists = pl.read_parquet(out / "entity_lists.parquet")
     assert lists["left_id"].n_unique() == len(result.space.src) and lists.group_by("left_id").len()["len"].max() == 5

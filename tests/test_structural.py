@@ -173,7 +173,7 @@ def test_structural_cells_log_auc_and_ap_through_a_real_sweep_and_reach_the_repo
     cmd = [sys.executable, "-m", "hygrail.sweep", "-m", "method=pa,cn", *overrides]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "chm_apl rgcn PA: method P/R/F1" in proc.stdout and "chm_apl rgcn CN: method P/R/F1" in proc.stdout
+    assert "chm_apl PA: method P/R/F1" in proc.stdout and "chm_apl CN: method P/R/F1" in proc.stdout
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
     runs = mlflow.search_runs([mlflow.get_experiment_by_name("structural_test").experiment_id], output_format="list")
     by_label = {r.data.tags["method_label"]: r for r in runs}

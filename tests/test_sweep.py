@@ -127,3 +127,21 @@ def test_multirun_survives_a_down_server_and_resumes_only_failed_cells(tmp_path)
             by_cell = {r.data.tags["cell_key"]: r.data.metrics["test_f1"] for r in done}
             assert all(by_cell[r.data.tags["cell_key"]] == r.data.metrics["test_f1"] for r in new)
     _no_secret_anywhere(outputs, [first, second, third])
+
+
+def test_each_result_line_names_its_method_and_a_backbone_only_where_it_has_one():
+    """Issue #36: TSH's result line read "hpo_dis_phe rgcn TSH"; TSH, KG-FM and the baselines train
+    no GNN, so their lines name the relation and the method only."""
+    from hydra import compose, initialize_config_dir
+
+    from conftest import CONF
+    from hygrail.sweep import cell_label
+
+    def label(*overrides):
+        with initialize_config_dir(str(CONF), version_base="1.3"):
+            return cell_label(compose("config", overrides=["relation=chm_apl", "backbone=rgcn", *overrides]))
+
+    assert label("method=tsh") == "chm_apl TSH" and label("method=kgfm") == "chm_apl KG-FM"
+    assert label("method=paths3") == "chm_apl 3-paths"
+    assert label("method=gnn_only") == "chm_apl rgcn GNN"
+    assert label("method=hygrail", "evidence=none") == "chm_apl rgcn HyGRAIL-NE"

@@ -9,7 +9,9 @@ graph the GNN scored (retrieval is cheap; the reviewer's own text, e.g. an LLM s
 beside it when it differs). A card says how its verdict was reached: by the GNN outside the band,
 by the LLM, or not yet (routed but beyond the review budget); beside each association the
 numbers that gave it its style (count, NormCount, w, EviScore: ``evidence.retrieve``), node ids
-beside names, and the pair's novelty view (graph distance, hub pair, ``novelty``).
+beside names, and the pair's novelty view (graph distance, hub pair, ``novelty``). A review the rule
+did not use (γ = ∞) is shown as such (``trust.UNTRUSTED``). The per-entity sections
+(``entities``) render their cards with the same ``card`` / ``md_card``.
 
 The page says how far to trust the list (``trust``): the held-out precision of each region, the
 reviewer's figures on validation, and warnings in red at the top (a reviewer that accepts nearly
@@ -29,6 +31,8 @@ from typing import Any, Mapping
 import numpy as np
 import polars as pl
 
+from hygrail.discovery.trust import UNTRUSTED
+
 # Columns of the ranked table, in order; ``structured`` holds the evidence object as JSON; distance,
 # hub_pair, novelty and degree_adjusted are the novelty view among the listed (``novelty``).
 COLUMNS = ("rank", "gnn_rank", "left", "right", "score", "region", "verdict", "decided_by", "review", "confidence",
@@ -47,6 +51,7 @@ def write_table(table: pl.DataFrame, out: Path) -> None:
 def write_markdown(table: pl.DataFrame, summary: Mapping[str, Any], retro, out: Path) -> None:
     lines = [f"# {summary['title']}", ""]
     lines += [f"> **Warning:** {w}\n" for w in summary.get("warnings", ())]
+    lines += [x for line in summary.get("lead", ()) for x in (line, "")]  # what was done, as the HTML header says
     lines += [*[f"- {k}: {v}" for k, v in facts(table, summary).items()], ""]
     if summary.get("trust"):
         lines += ["## How far to trust it", "", _md_table(pl.DataFrame(summary["trust"])), "", summary["trust_note"], ""]
@@ -57,15 +62,27 @@ def write_markdown(table: pl.DataFrame, summary: Mapping[str, Any], retro, out: 
     cols = ("rank", "left", "right", "score", "region", "verdict", "confidence", "future_year", "distance", "hub_pair")
     lines += ["## Ranked hypotheses", "", _md_table(table.select(cols)), "", "## Evidence cards", ""]
     for row in table.iter_rows(named=True):
-        lines += [f"### {row['rank']}. {row['statement']}", "",
-                  f"{row['left']} (id {row['left_id']}) – {row['right']} (id {row['right_id']}). GNN score "
-                  f"{row['score']:.4f} (rank {row['gnn_rank']}); {REGION_TEXT[row['region']]}; verdict: "
-                  f"**{row['verdict']}** ({row['decided_by']}). {_novelty_text(row)}", ""]
-        if row["review"] is not None:
-            conf = "" if row["confidence"] is None else f", confidence {row['confidence']:.2f}"
-            lines += [f"LLM review: {row['review']}{conf}. {row['reasoning'] or ''}", ""]
-        lines += ["```", row["evidence"] or "", "```", ""]
+        lines += md_card(row)
     (out / "hypotheses.md").write_text("\n".join(lines))
+
+
+def md_card(row: Mapping[str, Any], level: int = 3) -> list[str]:
+    """One evidence card in Markdown (a row of ``COLUMNS``), headed at ``level``."""
+    lines = [f"{'#' * level} {row['rank']}. {row['statement']}", "",
+             f"{row['left']} (id {row['left_id']}) – {row['right']} (id {row['right_id']}). GNN score "
+             f"{row['score']:.4f} (rank {row['gnn_rank']}); {REGION_TEXT[row['region']]}; verdict: "
+             f"**{row['verdict']}** ({row['decided_by']}). {_novelty_text(row)}", ""]
+    if row["review"] is not None:
+        lines += [f"{_review_head(row)}. {row['reasoning'] or ''}", ""]
+    return lines + ["```", row["evidence"] or "", "```", ""]
+
+
+def _review_head(row: Mapping[str, Any]) -> str:
+    """'LLM review: yes, confidence 0.79', said to be unused where the rule did not trust the reviewer
+    (``trust.UNTRUSTED`` in the row's reason), so the review never reads as the verdict's cause."""
+    conf = "" if row["confidence"] is None else f", confidence {row['confidence']:.2f}"
+    unused = " (not used: γ = ∞)" if UNTRUSTED in (row["decided_by"] or "") else ""
+    return f"LLM review{unused}: {row['review']}{conf}"
 
 
 def facts(table: pl.DataFrame, summary: Mapping[str, Any]) -> dict[str, Any]:
@@ -223,8 +240,8 @@ def write_html(table: pl.DataFrame, summary: Mapping[str, Any], retro, figure: P
               "<input id='filter' placeholder='filter (name, verdict, region ...)' oninput='filterRows(this.value)'>",
               _ranked_table(table), "<h2>Evidence cards</h2>",
               f"<div id='pager'>cards {pager}</div>" if len(pages) > 1 else "",
-              "<div id='cards' data-page='1'>", *(_card(row) for row in pages[0]), "</div><div id='pages'>",
-              *(f"<template id='cards-page-{p}'>{''.join(_card(row) for row in page)}</template>"
+              "<div id='cards' data-page='1'>", *(card(row) for row in pages[0]), "</div><div id='pages'>",
+              *(f"<template id='cards-page-{p}'>{''.join(card(row) for row in page)}</template>"
                 for p, page in enumerate(pages[1:], 2)),
               f"</div></main><script>{JS % CARDS_PER_PAGE}</script></body></html>"]
     (out / "index.html").write_text("".join(parts))
@@ -263,11 +280,14 @@ def _html_table(df: pl.DataFrame, table_id: str) -> str:
     return f"<table id='{table_id}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _card(r: Mapping[str, Any]) -> str:
+def card(r: Mapping[str, Any], anchor: str | None = None) -> str:
+    """One evidence card in HTML (a row of ``COLUMNS``); ``anchor``: its element id (default
+    ``card-<rank>``, the ranked table's links; the per-entity cards have their own)."""
     e = html.escape
     ev = json.loads(r["structured"]) if r["structured"] else None
     sentences = [s for s in (r["evidence"] or "").splitlines()[1:] if s.strip() and not s.startswith("Evidence:")]
-    out = [f"<div class='card' id='card-{r['rank']}'><h3>{r['rank']}. {e(r['statement'])}</h3>",
+    anchor = anchor or f"card-{r['rank']}"
+    out = [f"<div class='card' id='{e(anchor)}'><h3>{r['rank']}. {e(r['statement'])}</h3>",
            f"<div class='meta'>{e(r['left'])} <span class='small'>(id {r['left_id']})</span> – {e(r['right'])} "
            f"<span class='small'>(id {r['right_id']})</span> · GNN score {r['score']:.4f} (GNN rank {r['gnn_rank']}) · "
            f"{e(REGION_TEXT[r['region']])} · verdict {_verdict_tag(r['verdict'])} "
@@ -278,8 +298,7 @@ def _card(r: Mapping[str, Any]) -> str:
                + f" · <span class='small'>among the listed: novelty-aware score {r['novelty']:.2f}, degree-adjusted "
                f"{r['degree_adjusted']:+.2f}</span></div>")
     if r["review"] is not None or r["reasoning"]:
-        conf = "" if r["confidence"] is None else f", confidence {r['confidence']:.2f}"
-        out.append(f"<div class='review'><b>LLM review: {e(str(r['review']))}{conf}</b><br>{e(r['reasoning'] or '')}</div>")
+        out.append(f"<div class='review'><b>{e(_review_head(r))}</b><br>{e(r['reasoning'] or '')}</div>")
     if ev is not None:
         out.append("<div class='cols'>")
         for side in ("left", "right"):

@@ -25,7 +25,11 @@ whole KG.
 
 Calibration thresholds were set on scores read from the training graph, so the same threshold on
 cut-graph scores is an approximation (degrees are ~1/0.7 larger); the band's counts on the page are
-reported as such, and no figure of the retrospective depends on them.
+reported as such, with how far the cut graph moves validation non-links past b*
+(``trust.score_shift``), and no figure of the retrospective depends on them. Every verdict on the
+page names the rule that gave it with its numbers (``verdict_of``): b* may lie below the GNN-only
+threshold, and γ = ∞ means the reviewer was not trusted (``trust``'s module docstring). The
+per-entity sections get the ranked table's cards (``entity_cards``, ``card_records``).
 """
 
 from __future__ import annotations
@@ -50,7 +54,8 @@ from hygrail.discovery.retro import (Retrospective, answers, check_cutoff, degre
                                      hygrail_order, paired_precision, retrospective, reviewed_order)
 from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, PreferentialAttachment, TSHBlocks, two_stage, walk
 from hygrail.discovery.space import CandidateSpace, tiebreak
-from hygrail.discovery.trust import REGION_TEXT, accept_warning, contamination, region_precision, reviewer_figures
+from hygrail.discovery.trust import (REGION_TEXT, UNTRUSTED, accept_warning, band_note, contamination, gnn_reason,
+                                     region_precision, review_reason, reviewer_figures, score_shift, untrusted)
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import DataError
 from hygrail.stages import build_split, gnn_stage, hypotheses, plain, reviewer_for, val_gamma
@@ -164,6 +169,7 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     targets = w.routed if order == "paper" else Pairs(w.head.src[:n_cand], w.head.dst[:n_cand], w.head.score[:n_cand])
     reviewed, decisions, gamma = [], np.zeros(0, dtype=np.int8), None
     metrics |= region_precision(split, triage)  # held-out precision per region; review() redoes it with test reviews
+    metrics |= score_shift(split, triage, gnn, band, seed)  # how the cut graph moves scores against b* (trust)
     if targets is not None and len(targets.score):
         reviewed, decisions, gamma, review_metrics = review(cfg, d, split, triage, targets, gnn, known)
         metrics |= review_metrics
@@ -202,6 +208,10 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
         metrics |= result.entities.metrics
         timer["entities"] = time.perf_counter() - t0
     metrics |= calibrate.fit_metrics(gamma) if gamma is not None else {"gamma": float("nan")}
+    if result.entities is not None and result.entities.lists:
+        t0 = time.perf_counter()
+        entity_cards(cfg, split, triage, band, result.entities, reviewed, decisions, gamma, known)
+        timer["entity_cards"] = time.perf_counter() - t0
     metrics |= {f"discover_seconds_{k}": v for k, v in timer.items()}
     result.summary = summary(cfg, space, band, triage.threshold, gamma, w, len(reviewed), metrics, exact)
     return result
@@ -279,12 +289,8 @@ def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.nda
     """The head (best ``top_k`` by GNN score: the first ``len(head_prob)`` of ``w.head``) and every
     reviewed candidate, in HyGRAIL's order (``discover.order``: ``retro.hygrail_order`` or
     ``retro.reviewed_order``, the latter ordering the accepted by ``calibrate.priority`` under the
-    rule as fit, ``fit``), with evidence for each row read from ``graph`` (the cut graph; default the
-    split's training graph). Under ``reviewed`` a reviewed row's verdict is the rule's whatever its
-    region, and it says why (``calibrate.reason``)."""
-    from hygrail.evidence.naturalize import Template
-
-    graph = split.train_graph if graph is None else graph
+    rule as fit, ``fit``), each row a card (``card_records``) read from ``graph`` (the cut graph;
+    default the split's training graph)."""
     rows: dict[tuple[int, int], dict] = {}
     n_head = len(head_prob)
     for i, (s, t, p) in enumerate(zip(w.head.src[:n_head].tolist(), w.head.dst[:n_head].tolist(), head_prob.tolist())):
@@ -301,51 +307,8 @@ def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.nda
         rows.setdefault(key, {"gnn_rank": (j + 1) if order == "reviewed" else above + j + 1, "score": r.hypothesis.score})
         rows[key] |= {"reviewed": r, "decision": int(decisions[j]), "priority": float(prio[j])}
     keys = list(rows)
-    src = np.array([k[0] for k in keys], dtype=np.int64)
-    dst = np.array([k[1] for k in keys], dtype=np.int64)
-    score = np.array([rows[k]["score"] for k in keys])
-    region = route(score, band)
-    # the novelty view among the listed hypotheses (``novelty``): plausibility is the GNN's order
-    d = cfg.discover
-    distance = distances(graph, src, dst, int(d.distance_cap))
-    deg = graph.degree.astype(np.float64)
-    novel, adjusted = novelty_scores(-np.array([rows[k]["gnn_rank"] for k in keys], dtype=np.float64), distance,
-                                     deg[src] * deg[dst], float(d.novelty_beta))
-    hub = hub_pairs(graph, src, dst, float(d.hub_percentile))
-    templates = plain(cfg.relation)["templates"]
-    threshold = triage.threshold
-    cards = Template(plain(cfg.evidence) | {"mode": "template"}, templates, triage.calibrated()).prepare(
-        graph, split.relation, [Hypothesis(int(s), int(t), float(p)) for s, t, p in zip(src, dst, score)])
-    records = []
-    for i, (k, reg, card) in enumerate(zip(keys, region, cards)):
-        row, rev = rows[k], rows[k].get("reviewed")
-        res = rev.result if rev else None
-        if order == "reviewed" and rev is not None:  # the rule decides a reviewed row, whatever its region
-            verdict = "accept" if row["decision"] else "reject"
-            by = (f"evidence mode: {rev.prepared.skip}" if rev.prepared.skip else
-                  calibrate.reason(res, fit, rule, row["score"]) if res and res.ok else
-                  f"LLM failed: GNN fallback ({verdict})")
-        elif reg == 1:
-            verdict, by = "accept", "GNN: score above b*"
-        elif reg == 0:
-            verdict, by = "reject", "GNN: score below a*"
-        elif rev is None:
-            verdict, by = "unreviewed", f"routed, beyond the review budget (GNN-only: {'accept' if row['score'] >= threshold else 'reject'})"
-        else:
-            verdict = "accept" if row["decision"] else "reject"
-            by = f"evidence mode: {rev.prepared.skip}" if rev.prepared.skip else ("LLM" if res and res.ok else "LLM failed: GNN fallback")
-        theirs = rev.prepared.text if rev else None
-        records.append({
-            "gnn_rank": row["gnn_rank"], "left": graph.label(k[0]), "right": graph.label(k[1]), "score": float(row["score"]),
-            "region": REGION_NAMES[int(reg)], "verdict": verdict, "decided_by": by,
-            "review": res.review if res else None, "confidence": res.confidence if res else None,
-            "reasoning": (res.reasoning or res.failure) if res else None, "statement": card.statement,
-            "evidence": card.text, "reviewer_evidence": theirs if theirs != card.text else None,
-            "structured": json.dumps(card.structured), "future_year": None, "distance": int(distance[i]),
-            "hub_pair": bool(hub[i]), "novelty": float(novel[i]), "degree_adjusted": float(adjusted[i]),
-            "left_id": k[0], "right_id": k[1]})
-    table = pl.DataFrame(records, schema_overrides={"review": pl.String, "confidence": pl.Float64, "reasoning": pl.String,
-                                                     "reviewer_evidence": pl.String, "future_year": pl.Int32})
+    table = card_records(cfg, split, triage, band, rows, order, fit, graph)
+    region = route(table["score"].to_numpy(), band)
     gnn_order = np.argsort(table["gnn_rank"].to_numpy(), kind="stable")
     verdicts = table["verdict"].to_numpy()
     llm = np.array([k in rows and "reviewed" in rows[k] for k in keys])
@@ -356,6 +319,99 @@ def build_table(cfg: DictConfig, split, triage, band: Band, w, head_prob: np.nda
         listed = hygrail_order(gnn_order, region == 1, llm & (verdicts == "accept"), llm & (verdicts == "reject"),
                                table["confidence"].fill_null(0.0).to_numpy())
     return table[listed].with_columns(pl.Series("rank", np.arange(1, len(listed) + 1)))
+
+
+def verdict_of(row: dict, region: int, band: Band, threshold: float, order: str, fit, rule: str) -> tuple[str, str]:
+    """(verdict, decided by) of one candidate (a ``card_records`` row): the review rule's for a
+    reviewed pair in the band (under ``reviewed``, whatever its region), else its region's, each with
+    the numbers that gave it (``trust.review_reason``, ``trust.gnn_reason``)."""
+    rev = row.get("reviewed")
+    if rev is None or (order != "reviewed" and region != -1):
+        return {1: "accept", 0: "reject"}.get(region, "unreviewed"), gnn_reason(region, float(row["score"]), band, threshold)
+    verdict, res = ("accept" if row["decision"] else "reject"), rev.result
+    if rev.prepared.skip:
+        return verdict, f"evidence mode: {rev.prepared.skip}"
+    if res and res.ok:
+        return verdict, review_reason(res, fit, rule, row["score"])
+    return verdict, f"LLM failed: GNN fallback ({verdict})"
+
+
+def card_records(cfg: DictConfig, split, triage, band: Band, rows: dict[tuple[int, int], dict], order: str = "paper",
+                 fit=None, graph=None) -> pl.DataFrame:
+    """One card per pair of ``rows`` ((src, dst) -> gnn_rank, score (the GNN's probability), and for a
+    reviewed pair its ``reviewed`` and ``decision``), in ``rows``' order, without ``rank``: the
+    evidence read from ``graph`` (default the split's training graph), the novelty view among these
+    pairs (``novelty``), the verdict and which rule gave it, with the numbers (``trust.gnn_reason``,
+    ``trust.review_reason``). Under ``reviewed`` a reviewed row's verdict is the rule's whatever its
+    region. What the main table and the per-entity cards (``entity_cards``) both show."""
+    from hygrail.evidence.naturalize import Template
+
+    graph = split.train_graph if graph is None else graph
+    keys = list(rows)
+    src = np.array([k[0] for k in keys], dtype=np.int64)
+    dst = np.array([k[1] for k in keys], dtype=np.int64)
+    score = np.array([rows[k]["score"] for k in keys], dtype=np.float64)
+    region = route(score, band)
+    # the novelty view among the listed hypotheses (``novelty``): plausibility is the GNN's order
+    d = cfg.discover
+    distance = distances(graph, src, dst, int(d.distance_cap))
+    deg = graph.degree.astype(np.float64)
+    novel, adjusted = novelty_scores(-np.array([rows[k]["gnn_rank"] for k in keys], dtype=np.float64), distance,
+                                     deg[src] * deg[dst], float(d.novelty_beta))
+    hub = hub_pairs(graph, src, dst, float(d.hub_percentile))
+    templates = plain(cfg.relation)["templates"]
+    rule = cfg.llm.get("decision", "paper")
+    threshold = triage.threshold
+    cards = Template(plain(cfg.evidence) | {"mode": "template"}, templates, triage.calibrated()).prepare(
+        graph, split.relation, [Hypothesis(int(s), int(t), float(p)) for s, t, p in zip(src, dst, score)])
+    records = []
+    for i, (k, reg, card) in enumerate(zip(keys, region, cards)):
+        row, rev = rows[k], rows[k].get("reviewed")
+        res = rev.result if rev else None
+        verdict, by = verdict_of(row, int(reg), band, threshold, order, fit, rule)
+        theirs = rev.prepared.text if rev else None
+        records.append({
+            "gnn_rank": row["gnn_rank"], "left": graph.label(k[0]), "right": graph.label(k[1]), "score": float(row["score"]),
+            "region": REGION_NAMES[int(reg)], "verdict": verdict, "decided_by": by,
+            "review": res.review if res else None, "confidence": res.confidence if res else None,
+            "reasoning": (res.reasoning or res.failure) if res else None, "statement": card.statement,
+            "evidence": card.text, "reviewer_evidence": theirs if theirs != card.text else None,
+            "structured": json.dumps(card.structured), "future_year": None, "distance": int(distance[i]),
+            "hub_pair": bool(hub[i]), "novelty": float(novel[i]), "degree_adjusted": float(adjusted[i]),
+            "left_id": k[0], "right_id": k[1]})
+    return pl.DataFrame(records, schema_overrides={"review": pl.String, "confidence": pl.Float64, "reasoning": pl.String,
+                                                    "reviewer_evidence": pl.String, "future_year": pl.Int32})
+
+
+def entity_cards(cfg: DictConfig, split, triage, band: Band, report: entities.EntityReport, reviewed: list,
+                 decisions: np.ndarray, fit, graph) -> None:
+    """Each per-entity list's verdicts (every row, as the ranked table decides them: a pair the run
+    reviewed by the rule, any other by its region; ``verdict_of``) and the evidence cards of its
+    first ``discover.entity_cards`` rows (``card_records``, the ranked table's builder, on ``graph``,
+    the cut graph), into the report (``EntityList.table``'s ``verdict``, ``EntityList.cards``).
+    Cost: one evidence retrieval per card, as for the ranked table's 1,000 (2.2 s on the synthetic
+    MatKG, ``entities``' module docstring); the option bounds it."""
+    n = int(cfg.discover.get("entity_cards", 0))
+    order, rule, rel = cfg.discover.get("order", "paper"), cfg.llm.get("decision", "paper"), split.relation
+    by_pair = {(r.hypothesis.src, r.hypothesis.dst): (r, int(dec)) for r, dec in zip(reviewed, decisions)}
+    for e in report.lists:
+        node, partner = e.entity.node, e.table["id"].to_numpy()
+        if rel.src == rel.dst:
+            pairs = list(zip(np.minimum(node, partner).tolist(), np.maximum(node, partner).tolist()))
+        else:
+            pairs = [(node, p) if e.entity.node_type == rel.src else (p, node) for p in partner.tolist()]
+        rows = {}
+        for rank, key, score in zip(e.table["rank"].to_list(), pairs, e.table["score"].to_list()):
+            rows[key] = {"gnn_rank": rank, "score": score}
+            if key in by_pair:
+                rows[key] |= {"reviewed": by_pair[key][0], "decision": by_pair[key][1]}
+        region = route(e.table["score"].to_numpy(), band)
+        verdicts = [verdict_of(rows[k], int(r), band, triage.threshold, order, fit, rule)[0] for k, r in zip(pairs, region)]
+        e.table = e.table.with_columns(pl.Series("verdict", verdicts, dtype=pl.String))
+        if n and pairs:
+            carded = {k: rows[k] for k in pairs[:n]}
+            e.cards = card_records(cfg, split, triage, band, carded, order, fit, graph).with_columns(
+                pl.col("gnn_rank").alias("rank")).select(COLUMNS)
 
 
 def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlocks, band: Band, w, reviewed: list,
@@ -504,8 +560,7 @@ def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float
             f"{c['auto_accept']:,} above b* (accepted without an LLM), {c['routed']:,} in the band, {c['auto_reject']:,} "
             f"below a*{est}: reviewing the whole band would take {c['routed']:,} LLM calls; {n_reviewed} were made "
             f"here on {where}.",
-            "The band was calibrated on scores read from the split's training graph; candidates are scored from "
-            "everything known (more edges), so these region counts are approximate.",
+            band_note(band, threshold, metrics),
             "Accepted hypotheses are model-generated candidates for expert or experimental validation, not findings."]
     date = cfg.llm.get("training_data_date") or "unknown"
     facts = {"data": cfg.data.name, "relation": f"{rel.name} ({rel.label})", "backbone": cfg.backbone.name,
@@ -513,12 +568,13 @@ def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float
                          + (f", {note}" if (note := fallback_note(metrics.get("review_fallback_share", 0.0))) else ""),
              "reviewer's training data up to": str(date), "seed": cfg.seed,
              "cutoff": cfg.discover.cutoff if cfg.discover.cutoff is not None else "none (all edges)",
-             "band [a*, b*]": f"[{band.a:.4f}, {band.b:.4f}]", "GNN-only threshold": f"{threshold:.4f}",
+             "band [a*, b*]": f"[{band.a:.4f}, {band.b:.4f}]: above b* accepted, below a* rejected, without review",
+             "GNN-only threshold": f"{threshold:.4f}: decides only routed candidates beyond the review budget",
              "gamma": "n/a (no review)" if gamma is None else _fit_text(gamma),
              "candidate reviews": n_reviewed, "scoring seconds": f"{metrics['discover_seconds_score']:.1f}",
              "order (discover.order)": ORDER_TEXT[order].format(
                  n=n_reviewed, by="combined P" if cfg.llm.get("decision") == "calibrated" else "confidence"),
-             "moved by the review": _moves_text(metrics, order)}
+             "moved by the review": _moves_text(metrics, order, untrusted(gamma))}
     for part, what in (("val", "validation reviews (gamma)"), ("test", "test reviews (held-out precision)")):
         n = int(metrics.get(f"reviewer_{part}_reviewed", 0))
         facts[what] = (f"{n} ({int(metrics[f'reviewer_{part}_positives'])} true links); the LLM accepted "
@@ -535,8 +591,10 @@ def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float
              for name, text in REGION_TEXT.items()]
     reviews = int(sum(metrics.get(k, 0) for k in ("discover_val_reviewed", "discover_test_reviewed",
                                                   "discover_reviewed")))
-    warnings = [x for x in (accept_warning(metrics), contamination(cfg.llm.name, date, cfg.discover.cutoff, reviews))
-                if x]
+    distrust = (f"γ = ∞: {UNTRUSTED}. The rule (accept iff the review says yes with confidence >= γ) rejected "
+                f"every reviewed candidate, whatever the review said." if untrusted(gamma) and n_reviewed else None)
+    warnings = [x for x in (distrust, accept_warning(metrics),
+                            contamination(cfg.llm.name, date, cfg.discover.cutoff, reviews)) if x]
     for x in warnings:
         log.warning(x)
     # a sample keeps a fraction of each entity's edges: its figures are a smoke test, and say so (issue #34)
@@ -557,19 +615,24 @@ ORDER_TEXT = {"paper": "paper: above b* first (GNN order), then LLM-accepted (by
 
 
 def _fit_text(fit) -> str:
-    """The rule as fit, for the page: gamma, or the combined model's cut (``llm.decision=calibrated``)."""
+    """The rule as fit, for the page: gamma, or the combined model's cut (``llm.decision=calibrated``);
+    ∞ says what it means (``trust.untrusted``)."""
+    if untrusted(fit):
+        return f"∞: {UNTRUSTED} (accepting none of its reviews gave the best validation F1)"
     if isinstance(fit, calibrate.Combined):
         return f"calibrated: accept iff combined P(true | review, GNN score) >= cut {fit.cut:.3f}"
     return f"{fit:.3f}"
 
 
-def _moves_text(metrics: dict, order: str) -> str:
+def _moves_text(metrics: dict, order: str, distrusted: bool = False) -> str:
     """How many listed hypotheses the review moved (``cards.listed_moves``) and where the list first
-    differs from the GNN's, listed and (with a cutoff) over the whole candidate space."""
+    differs from the GNN's, listed and (with a cutoff) over the whole candidate space; ``distrusted``:
+    γ = ∞, where the rule, not the reviewer's verdicts, rejected them."""
     demoted, reordered = int(metrics["discover_listed_demoted"]), int(metrics["discover_listed_reordered"])
     first = int(metrics["discover_listed_first_differs_at"])
-    text = (f"{demoted + reordered}: {demoted} rejected moved below the list, {reordered} re-ordered; the list first "
-            f"differs from the GNN's at rank {first}" if first else "none: the list is the GNN's")
+    why = " by the rule at γ = ∞, whatever the reviews said" if distrusted else ""
+    text = (f"{demoted + reordered}: {demoted} rejected{why} moved below the list, {reordered} re-ordered; the list "
+            f"first differs from the GNN's at rank {first}" if first else "none: the list is the GNN's")
     if "retro_hygrail_first_differs_at" in metrics:
         whole = int(metrics["retro_hygrail_first_differs_at"])
         text += (f" (whole candidate space: first differs at position {whole:,})" if whole
