@@ -309,3 +309,22 @@ def test_static_edges_do_not_make_a_node_known_at_a_cutoff():
     future = future_edges(kg, cut, rel, 2010)
     assert len(future.src) == 0 and future.unreachable == 1  # T1-P1: to a target made after the cutoff
     assert kg.until(2012).known[[1, 3]].tolist() == [True, True]
+
+
+def test_entities_first_known_after_the_cutoff_are_the_cold_start_row(matkg_schema):
+    """A source first known after the cutoff, to a known destination, is a new entity whether the cut
+    graph describes it by a static edge (a target's composition) or by nothing but its name (a
+    disease first annotated later); an edge to an unknown destination is unreachable."""
+    schema = dataclasses.replace(matkg_schema, static=("CHM-PRO",))
+    names = ["a", "b", "c", "p", "q", "r", "x"]
+    types = ["CHM", "CHM", "CHM", "APL", "APL", "APL", "PRO"]
+    edges = pl.DataFrame({"u": [0, 1, 0, 1, 2, 0, 0], "v": [3, 6, 4, 3, 3, 5, 6],
+                          "type": ["CHM-APL", "CHM-PRO", "CHM-APL", "CHM-APL", "CHM-APL", "CHM-APL", "CHM-PRO"],
+                          "count": 1, "year": [2000, NO_YEAR, 2003, 2004, 2005, 2006, NO_YEAR]})
+    kg = KG(schema, pl.DataFrame({"name": names, "type": types}), edges)
+    known = kg.until(2001)
+    assert known.known[[0, 3]].all() and not known.known[[1, 2, 4, 5]].any()
+    f = future_edges(kg, known, schema.relation("chm_apl"), 2001)
+    assert f.src.tolist() == [] and f.unreachable == 4  # a-q, b-p, c-p, a-r: an end unknown at 2001
+    # b (its static edge only) and c (nothing but its name) are new entities with the known p
+    assert sorted(zip(f.new_src.tolist(), f.new_dst.tolist(), f.new_year.tolist())) == [(1, 3, 2004), (2, 3, 2005)]

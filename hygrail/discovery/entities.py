@@ -391,8 +391,8 @@ BASELINES: dict[str, tuple[str, Callable[[KG, CandidateSpace, Mapping], Scorer]]
 }
 LEARNED = {"gnn": "GNN", "tsh": "TSH"}
 # The per-entity table's two rows per method: entities known at the cutoff (they have a dated edge:
-# the whole space's sources) and entities first known after it (described only by static edges then).
-KNOWN_ROW, NEW_ROW = "known at the cutoff", "new: only static edges at the cutoff"
+# the whole space's sources) and entities first known after it (static edges or a name only then).
+KNOWN_ROW, NEW_ROW = "known at the cutoff", "new: static edges or a name only at the cutoff"
 
 
 def whole_space_baselines(d: Mapping) -> list[str]:
@@ -554,7 +554,8 @@ def entity_report(d: Mapping, wanted: Sequence[Entity], space: CandidateSpace, g
                                     for m, label in learned.items()) + ".")
     if "retro_entity_new_sources" in report.metrics:
         report.note += (f" Rows '{NEW_ROW}': {int(report.metrics['retro_entity_new_sources']):,} entities first known after "
-                        f"the cutoff (a dated edge later), described then only by static edges, gain "
+                        f"the cutoff (a dated edge later), described then only by static edges (a target's "
+                        f"composition) or by a name alone, gain "
                         f"{int(report.metrics['retro_entity_new_answers']):,}: the cold-start task, where the entity is given.")
     return report
 

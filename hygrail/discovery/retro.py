@@ -101,9 +101,10 @@ class Future:
     unreachable: int  # an end first appears after the cutoff: no method can propose them
     implied: int = 0  # implied at the cutoff by the ontology (not candidates)
     undated: int = 0  # observed edges of unknown date between known nodes: masked, neither answers nor misses
-    # New entities: a source not yet known at the cutoff but described there by static edges (a target
-    # first made later, known by its composition), to a known destination: the per-entity task's
-    # cold-start row, where the entity is given (He et al.'s unseen targets); not in the whole space.
+    # New entities: a source not yet known at the cutoff, to a known destination: described there by
+    # static edges (a target first made later, known by its composition: He et al.'s unseen targets) or
+    # by its name alone (a disease first annotated later): the per-entity task's cold-start row, where
+    # the entity is given; not in the whole space.
     new_src: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     new_dst: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     new_year: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -118,7 +119,7 @@ def future_edges(kg: KG, known: KG, relation: Relation, cutoff: int) -> Future:
     ok = reach & ~implied
     undated = edges.filter(edges["year"] == NO_YEAR)
     n_undated = int((known.known[undated["src"].to_numpy()] & known.known[undated["dst"].to_numpy()]).sum())
-    new = ~known.known[src] & (known.degree[src] > 0) & known.known[dst]
+    new = ~known.known[src] & known.known[dst]
     return Future(src[ok], dst[ok], later["year"].to_numpy()[ok], later["count"].to_numpy()[ok], int((~reach).sum()),
                   int(implied.sum()), n_undated, src[new], dst[new], later["year"].to_numpy()[new])
 
