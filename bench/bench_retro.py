@@ -8,8 +8,9 @@ Each cell runs ``python -m hygrail.sweep experiment=retro_<data> discover.cutoff
 process of its own (one torch thread, as the Makefile sets): train the GNN on the split of the cut
 graph (or read it from the cache: say ``--fresh`` to train again in an empty cache folder), score
 every candidate exactly from the cut graph, every baseline, the whole-space grid and every entity.
-It prints the wall seconds, the child's peak RSS (``ru_maxrss``: the largest process of the cell)
-and the headline rows (3 years, every degree, >= 1 reference) from the run's metrics.json, against
+It prints the wall seconds, the child's peak RSS (``ru_maxrss``: the largest process of the cell),
+the seconds of each stage (training the GNN, fitting the stacked ranker ``stack_fit``, scoring,
+evaluating, the per-entity rows) and the headline rows (3 years, every degree, >= 1 reference) from the run's metrics.json, against
 the targets: <= 30 min and <= 4 GB a cell on 2 cores.
 """
 
@@ -62,6 +63,9 @@ def main() -> None:
               f"{int(m.get('retro_gnn_n_answers', 0)):>8,}  {'yes' if ok else 'NO'}")
         for key in sorted(k for k in m if k.startswith("retro_") and k.endswith("_auc")):
             print(f"    {key[6:-4]:<28} AUC {m[key]:.3f}  AP {m[key[:-4] + '_ap']:.4f}")
+        stages = {k.removeprefix("discover_seconds_"): v for k, v in m.items() if k.startswith("discover_seconds_")}
+        print("    seconds by stage: " + ", ".join(f"{k} {v:.0f}" for k, v in stages.items())
+              + (f" (gnn training {m['gnn_fit_seconds']:.0f})" if m.get("gnn_fit_seconds") else ""))
         print(f"    report: {r['out'] / 'index.html'}", flush=True)
 
 
