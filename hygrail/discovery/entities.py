@@ -98,7 +98,7 @@ import html
 import re
 import time
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -254,6 +254,9 @@ class EntityList:
     table: pl.DataFrame  # rank, partner, id, score, region, future_year (best entity_k)
     candidates: int  # how many candidates the entity has
     seconds: float  # to rank them
+    # (heading, table or None) after the list: what the graph records for it, a new composition's
+    # baselines and similar targets (hygrail/discovery/compositions.py)
+    parts: list[tuple[str, pl.DataFrame | None]] = field(default_factory=list)
 
 
 def entity_pairs(space: CandidateSpace, entity: Entity) -> tuple[np.ndarray, np.ndarray]:
@@ -526,6 +529,7 @@ def _sections(report: EntityReport) -> list[tuple[str, str, pl.DataFrame | None]
         head = (f"{e.entity}: its best {e.table.height} of {e.candidates:,} candidates "
                 f"(GNN ranking, {e.seconds:.2f} s)")
         parts.append(("3", head, t if t["future_year"].is_not_null().any() else t.drop("future_year")))
+        parts += [("4" if table is not None else "p", h, table) for h, table in e.parts]  # p: a paragraph
     if report.retro is not None:
         parts.append(("2", "Per-entity retrospective evaluation", report.retro))
     return parts
@@ -534,7 +538,7 @@ def _sections(report: EntityReport) -> list[tuple[str, str, pl.DataFrame | None]
 def markdown(report: EntityReport) -> str:
     lines = []
     for level, head, table in _sections(report):
-        lines += ["#" * int(level) + " " + head, ""]
+        lines += [head if level == "p" else "#" * int(level) + " " + head, ""]
         if level == "2" and table is not None:
             lines += [report.note, ""]
         if table is not None:
@@ -548,7 +552,7 @@ def to_html(report: EntityReport) -> str:
     e = html.escape
     out = []
     for level, head, table in _sections(report):
-        out.append(f"<h{level} class='entity'>{e(head)}</h{level}>")
+        out.append(f"<p class='entity'>{e(head)}</p>" if level == "p" else f"<h{level} class='entity'>{e(head)}</h{level}>")
         if level == "2" and table is not None:
             out.append(f"<p>{e(report.note)}</p>")
         if table is not None:

@@ -43,7 +43,7 @@ import polars as pl
 from omegaconf import DictConfig
 
 from hygrail.data import load_kg
-from hygrail.discovery import entities, options
+from hygrail.discovery import compositions, entities, options
 from hygrail.discovery.cards import COLUMNS, listed_moves, write_html, write_markdown, write_table
 from hygrail.discovery.novelty import distances, hub_pairs, novelty_scores
 from hygrail.discovery.retro import (Retrospective, answers, check_cutoff, degree_mask, future_edges,
@@ -113,7 +113,9 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     else:
         known = kg
     space = CandidateSpace(known, relation)
-    wanted = entities.options(d, space)  # before any training: a misspelt entity fails in seconds
+    named, new = compositions.options(d, space)  # formulas the graph lacks: new compositions
+    wanted = entities.options(d | {"entities": named}, space)  # before any training: a misspelt entity fails in seconds
+    compositions.check_backbone(plain(cfg.backbone), new)
     short = d.get("shortlist")
     exact = short is None or (short == "auto" and space.size <= int(d["exact_max_pairs"]))
     if cutoff is not None and not exact:
@@ -188,6 +190,11 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
         timer["evaluate"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     result.entities = entities.entity_report(d, wanted, space, gnn, band, split, future, seed)
+    if wanted or new:  # what the graph records for each, and the new compositions' sections
+        result.entities = compositions.add_sections(
+            result.entities, d, space, new, band=band, seed=seed,
+            scorer_for=lambda graph: load_scorer(split, plain(cfg.backbone), seed, Path(cfg.paths.cache) / "triage",
+                                                 int(d["encode_edges"]), graph=graph))
     if result.entities is not None:
         metrics |= result.entities.metrics
         timer["entities"] = time.perf_counter() - t0
