@@ -226,3 +226,37 @@ def test_a_discovery_run_writes_the_new_composition_and_what_is_recorded(tmp_pat
         "recorded for " + ", ".join(marks[p]) if p in marks else "" for p in new.table["partner"].to_list()]
     assert "### Target 'Li2FeTiO4' (id " in md and "New composition: 'Li2FeTiO4'" in md
     assert json.loads((out / "metrics.json").read_text())["discover_seconds_compositions"] > 0
+
+    # discover.entities_only: the same sections from the cached model, without the walk over the whole space
+    cfg.discover.entities_only = True
+    only = discover(cfg)
+    out_only = write_report(only)
+    assert out_only == out.with_name(out.name + "-entities")  # beside the whole run's report
+    for a, b in zip(result.entities.lists, only.entities.lists, strict=True):
+        assert a.table.equals(b.table) and [h for h, _ in a.parts] == [h for h, _ in b.parts]
+        assert all(x.equals(y) for (_, x), (_, y) in zip(a.parts, b.parts) if x is not None)
+    m = json.loads((out_only / "metrics.json").read_text())
+    assert m["discover_entities_only"] == 1.0 and m["gnn_cache_hit"] == 1.0 and "discover_seconds_score" not in m
+    assert only.table.height == 0 and only.table.columns == result.table.columns
+    md = (out_only / "hypotheses.md").read_text()
+    assert md.startswith("# HyGRAIL discovery: Target-Precursor candidates of 2 named entities (csv, whole graph)")
+    assert "were not walked, so there is no global ranking, no count per region and no LLM review" in md
+    assert "### Target 'Li2FeTiO4' (id " in md and md.index("## Per-entity discovery") < md.index("## Ranked hypotheses")
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["discover.entities_only=true"], "discover.entities_only=true: expected some discover.entities to rank"),
+    (["discover.entities_only=true", "discover.entities=[x]", "discover.cutoff=2015"],
+     "discover.entities_only=true with discover.cutoff=2015: that needs the walk over the whole space"),
+    (["discover.entities_only=true", "discover.entities=[x]", "discover.entity_lists=true"],
+     "discover.entities_only=true with discover.entity_lists=true: that needs"),
+    (["discover.entities_only=yes"], "discover.entities_only='yes': expected true or false"),
+])
+def test_entities_only_options_fail_in_one_line(overrides, message):
+    from hygrail.discovery import options
+
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=["task=discover", *overrides])
+    with pytest.raises(DataError) as e:
+        options(cfg)
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
