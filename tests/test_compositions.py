@@ -1,8 +1,9 @@
 """New compositions (hygrail/discovery/compositions.py): formulas parse or fail naming the token, a
 new target gets composition edges only and a row of the candidate space, the most similar known
 targets and their recorded precursors by hand, the GNN scores the new node over the graph with it
-(its name embedded by the same encoder), and a discovery run writes its section and every named
-target's recorded precursors."""
+(its name embedded by the same encoder), a discovery run writes its section and every named target's
+recorded precursors (with discover.entities_only too, identically), and with a cutoff a target
+first made after it is ranked on its own node with its later answers marked."""
 
 import json
 
@@ -93,6 +94,27 @@ def test_a_new_target_gets_composition_edges_only_and_a_row_of_the_space():
     assert graph.known[:kg.num_nodes].tolist() == kg.known.tolist()
 
 
+def test_a_target_known_only_by_its_composition_is_ranked_on_its_own_node():
+    """With a cutoff, a target first made after it has only its (static) composition edges: named, it is a
+    new composition on its own node, made known in the ranking's graph only."""
+    schema = Schema(RECIPES.node_types, RECIPES.relations, static=("Target-Element", "Precursor-Element"))
+    kg = recipes_kg()
+    late = kg.edges["u"].is_in([kg.node_id("Target", "Li2FeSiO4")]) & (kg.edges["type"] == "Target-Precursor")
+    kg = type(kg)(schema, kg.nodes, kg.edges.with_columns(pl.when(late).then(2010).otherwise(pl.col("year")).alias("year")))
+    cut = kg.until(2005)
+    space = CandidateSpace(cut, RECIPES.relations["syn_tgt_pre"])
+    node = cut.node_id("Target", "Li2FeSiO4")
+    assert node not in space.src
+    named, (formula,) = compositions.options(OPTIONS | {"entities": ["Li2FeSiO4", "LiFeTiO4"]}, space)
+    assert named == ["LiFeTiO4"] and (formula.node, formula.elements) == (node, ("Fe", "Li", "O", "Si"))
+    assert dict(formula.amounts) == {"Li": 2, "Fe": 1, "Si": 1, "O": 4}
+    graph, ids = compositions.with_targets(cut, [formula, compositions.parse("Li2FeTiO4")], "Target", "Element")
+    assert ids == [node, cut.num_nodes] and graph.num_nodes == cut.num_nodes + 1
+    assert graph.num_edges == cut.num_edges + 4  # only the added one's composition
+    assert graph.known[node] and not cut.known[node]
+    assert node in CandidateSpace(graph, RECIPES.relations["syn_tgt_pre"]).src
+
+
 def test_most_similar_known_targets_and_what_they_record():
     kg = recipes_kg()
     rel = RECIPES.relations["syn_tgt_pre"]
@@ -181,20 +203,48 @@ def test_the_gnn_scores_the_new_node_over_the_graph_with_it(stub_names, tmp_path
     assert got.table["id"].to_list() == dst[ranking(logits, np.full(len(dst), node), dst, 1)[:5]].tolist()
 
 
-def test_a_discovery_run_writes_the_new_composition_and_what_is_recorded(tmp_path, stub_names):
-    kg = planted_recipes()
+def csv_overrides(kg, tmp_path) -> list[str]:
+    """``kg`` as the CSV files of data=csv with the recipes' schema, and a small fast discovery config."""
     folder = tmp_path / "kg"
     folder.mkdir()
     kg.nodes.select(pl.col("id"), "name", "type").write_csv(folder / "nodes.csv")
     kg.edges.select(pl.col("u").alias("src"), pl.col("v").alias("dst"), "type", "count", "year").write_csv(
         folder / "edges.csv")
-    overrides = ["task=discover", "data=csv", f"data.path={folder}", "data/schema=synthesis_recipes",
-                 "relation=syn_tgt_pre", "backbone=rgcn_plus", "backbone.names=stub", "backbone.hidden=16",
-                 "backbone.mlp_hidden=[16,8]", "backbone.folds=2", "backbone.epochs=2", "backbone.head_folds=0",
-                 "split.neg_ratio=1", "discover.top_k=5", "discover.review_budget.val=0",
-                 "discover.review_budget.candidates=0", "discover.review_budget.test=0", "discover.tsh.embedding=false",
-                 "discover.entity_k=4", "discover.compositions.similar_k=2",
-                 "discover.entity_baselines=[relation_popularity,paths3]", f"paths.outputs={tmp_path}"]
+    return ["task=discover", "data=csv", f"data.path={folder}", "data/schema=synthesis_recipes",
+            "relation=syn_tgt_pre", "backbone=rgcn_plus", "backbone.names=stub", "backbone.hidden=16",
+            "backbone.mlp_hidden=[16,8]", "backbone.folds=2", "backbone.epochs=2", "backbone.head_folds=0",
+            "split.neg_ratio=1", "discover.top_k=5", "discover.review_budget.val=0",
+            "discover.review_budget.candidates=0", "discover.review_budget.test=0", "discover.tsh.embedding=false",
+            "discover.entity_k=4", "discover.compositions.similar_k=2",
+            "discover.entity_baselines=[relation_popularity,paths3]", f"paths.outputs={tmp_path}"]
+
+
+def test_with_a_cutoff_a_target_made_after_it_is_ranked_with_its_answers(tmp_path, stub_names):
+    kg = planted_recipes()
+    cut = type(kg)(kg.schema, kg.nodes, kg.edges)
+    cut.schema = Schema(RECIPES.node_types, RECIPES.relations, static=("Target-Element", "Precursor-Element"))
+    cut = cut.until(2004)
+    late = next(int(i) for i in kg.nodes_of_type("Target") if not cut.known[i])  # made after 2004
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=csv_overrides(kg, tmp_path) + ["discover.cutoff=2004", "discover.ks=[5]",
+                                                                           "discover.shortlist=null"])
+    cfg.discover.entities = [kg.label(late)]
+    from hygrail.discovery.run import discover
+
+    (lst,) = discover(cfg).entities.lists
+    assert lst.entity.node == late and lst.candidates == 8
+    assert lst.parts[0][0].startswith(f"New composition: '{kg.label(late)}' is a Target of the graph known only by "
+                                      f"its composition")
+    rel = kg.relation_edges(RECIPES.relations["syn_tgt_pre"]).filter(pl.col("src") == late)
+    answers = dict(zip(rel["dst"].to_list(), rel["year"].to_list()))  # all after the cutoff
+    assert min(answers.values()) > 2004
+    assert lst.table["future_year"].to_list() == [answers.get(p) for p in lst.table["id"].to_list()]
+    assert lst.table["future_year"].is_not_null().any()  # its answers are marked where listed
+
+
+def test_a_discovery_run_writes_the_new_composition_and_what_is_recorded(tmp_path, stub_names):
+    kg = planted_recipes()
+    overrides = csv_overrides(kg, tmp_path)
     with initialize_config_dir(str(CONF), version_base="1.3"):
         cfg = compose("config", overrides=overrides)
     known = kg.nodes_of_type("Target")[0]

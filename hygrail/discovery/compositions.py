@@ -9,7 +9,10 @@ not hold fails as before, with the closest names). A ``discover.entities`` value
 of the relation's two types exactly or case-insensitively is read as a formula (``parse``): element
 symbols with optional amounts (``Li2FeTiO4``, ``LiNi0.5Mn1.5O4``) and parenthesised groups with a
 multiplier (``Ca3(PO4)2``). A value that does not parse, or whose symbol is no element of the graph,
-is the one-line error of ``entities.resolve`` (closest names) followed by the offending token.
+is the one-line error of ``entities.resolve`` (closest names) followed by the offending token. A
+target the graph holds but does not know (only its composition edges: with a cutoff, a target first
+made after it, He et al.'s unseen target) is ranked the same way on its own node when named exactly
+(and no other node has its name), instead of failing for having no edges.
 
 The new node (``with_targets``): one node of type ``of``, named by the formula as written, with one
 edge to each of its elements' ``via`` nodes (count 1) and nothing else: no precursor, no operation.
@@ -51,6 +54,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -69,11 +73,13 @@ _TOKEN = re.compile(r"([A-Z][a-z]?)|(\d+(?:\.\d+)?|\.\d+)|([(\[])|([)\]])")
 @dataclass(frozen=True)
 class Formula:
     text: str  # as the user wrote it (the new node's name)
-    amounts: Mapping[str, float]  # element symbol -> atoms per formula unit
+    amounts: Mapping[str, float]  # element symbol -> atoms per formula unit (empty: a graph name that does not parse)
+    node: int | None = None  # a node of the graph known only by its composition (``options``), else None: added
+    symbols: tuple[str, ...] = ()  # that node's elements, as its composition edges give them
 
     @property
     def elements(self) -> tuple[str, ...]:
-        return tuple(sorted(self.amounts))
+        return self.symbols if self.node is not None else tuple(sorted(self.amounts))
 
 
 def parse(text: str) -> Formula:
@@ -148,11 +154,27 @@ def options(d: Mapping, space: CandidateSpace) -> tuple[list, list[Formula]]:
     k = c.get("similar_k")
     if not isinstance(k, int) or k < 0:
         raise DataError(f"discover.compositions.similar_k={k!r}: expected a number of similar targets >= 0")
-    names = {n.casefold() for t in (rel.src, rel.dst) for n in (kg.names[i] for i in kg.nodes_of_type(t))}
+    pool = [int(i) for t in (rel.src, rel.dst) for i in kg.nodes_of_type(t)]
+    names = {kg.names[i].casefold() for i in pool}
     elements = {kg.names[i] for i in kg.nodes_of_type(via)}
+    # a target of the graph known only by its composition (with a cutoff: first made after it) is ranked as a
+    # new one on its own node, when its name is that node's alone
+    shared = Counter(kg.names[i] for i in pool)
+    dormant = {kg.names[i]: int(i) for i in kg.nodes_of_type(of)
+               if not kg.known[i] and kg.degree[i] and shared[kg.names[i]] == 1}
     known, new = [], []
     for value in given:
         text = str(value).strip()
+        if text in dormant and text not in {f.text for f in new}:
+            node = dormant[text]
+            partners = kg.neighbors(node)[0]
+            symbols = tuple(sorted(kg.names[p] for p in partners if kg.type_of(p) == via))
+            try:
+                amounts = dict(parse(text).amounts)
+            except ValueError:
+                amounts = {}
+            new.append(Formula(text, amounts if set(amounts) == set(symbols) else {}, node, symbols))
+            continue
         if isinstance(value, int) or text.isdigit() or text.casefold() in names:
             known.append(value)
             continue
@@ -190,15 +212,18 @@ def with_targets(kg: KG, new: Sequence[Formula], of: str, via: str) -> tuple[KG,
     (the graph, the new node ids). Every other node keeps its id."""
     years = kg.edges["year"].filter(kg.edges["year"] != NO_YEAR)
     year = kg.as_of if kg.as_of is not None else (int(years.max()) if len(years) else NO_YEAR)
-    ids = list(range(kg.num_nodes, kg.num_nodes + len(new)))
+    created = kg.created.copy() if kg.created is not None else np.full(kg.num_nodes, NO_YEAR, dtype=np.int64)
+    created[[f.node for f in new if f.node is not None]] = year  # known only by their composition: made known
+    new_ids = iter(range(kg.num_nodes, kg.num_nodes + len(new)))
+    ids = [f.node if f.node is not None else next(new_ids) for f in new]
+    new = [f for f in new if f.node is None]
     element = {kg.names[i]: int(i) for i in kg.nodes_of_type(via)}
-    created = kg.created if kg.created is not None else np.full(kg.num_nodes, NO_YEAR, dtype=np.int64)
     nodes = pl.concat([
         kg.nodes.select("name", "type", pl.Series("created", created, dtype=pl.Int32)),
         pl.DataFrame({"name": [f.text for f in new], "type": [of] * len(new), "created": [year] * len(new)},
                      schema={"name": pl.String, "type": pl.String, "created": pl.Int32}),
     ])
-    u = [i for i, f in zip(ids, new) for _ in f.elements]
+    u = [i for i, f in zip(range(kg.num_nodes, kg.num_nodes + len(new)), new) for _ in f.elements]
     v = [element[e] for f in new for e in f.elements]
     edges = pl.concat([kg.edges, pl.DataFrame({
         "u": pl.Series(np.minimum(u, v), dtype=pl.Int64), "v": pl.Series(np.maximum(u, v), dtype=pl.Int64),
@@ -229,15 +254,17 @@ def similar(kg: KG, formula: Formula, relation, via: str, k: int, exclude: Seque
     sets: dict[int, set[int]] = {}
     for t, e in zip(target[keep].tolist(), element[keep].tolist()):
         sets.setdefault(t, set()).add(e)
-    mine_frac = _fractions(formula.amounts)
+    mine_frac = _fractions(formula.amounts) if formula.amounts else None
     rows = []
     for t, s in sets.items():
         jac = len(s & mine) / len(s | mine)
-        try:
-            theirs = _fractions(parse(kg.names[t]).amounts)
-            l1 = sum(abs(mine_frac.get(e, 0.0) - theirs.get(e, 0.0)) for e in set(mine_frac) | set(theirs))
-        except ValueError:
-            l1 = None
+        l1 = None
+        if mine_frac is not None:
+            try:
+                theirs = _fractions(parse(kg.names[t]).amounts)
+                l1 = sum(abs(mine_frac.get(e, 0.0) - theirs.get(e, 0.0)) for e in set(mine_frac) | set(theirs))
+            except ValueError:  # a text-mined name that is no formula
+                pass
         rows.append((kg.names[t], t, jac, l1))
     rows.sort(key=lambda r: (-r[2], r[3] is None, r[3] or 0.0, r[0]))
     return pl.DataFrame(rows[:k], schema={"target": pl.String, "id": pl.Int64, "jaccard": pl.Float64,
@@ -270,10 +297,11 @@ def recorded_part(kg: KG, entity, relation, partner_name: str, k: int) -> tuple[
 
 # -- the sections --------------------------------------------------------------------------------------
 def add_sections(report, d: Mapping, space: CandidateSpace, new: Sequence[Formula], scorer_for: Callable, band,
-                 seed: int):
+                 seed: int, future=None):
     """``report`` (an ``entities.EntityReport``, or None) with each named entity's recorded partners
     and one section per new composition (module docstring); ``scorer_for(graph)``: the trained model
-    scoring over ``graph`` (``load_scorer(graph=...)``)."""
+    scoring over ``graph`` (``load_scorer(graph=...)``); ``future`` (a cutoff's ``retro.Future``):
+    the year each listed pair was first recorded after the cutoff, if it was."""
     from hygrail.discovery.entities import BASELINES, Entity, EntityReport, baseline_options, entity_pairs, rank_entity
     from hygrail.discovery.scoring import GNNBlocks
 
@@ -292,11 +320,16 @@ def add_sections(report, d: Mapping, space: CandidateSpace, new: Sequence[Formul
     space_new = CandidateSpace(graph, rel)
     gnn = GNNBlocks(scorer_for(graph), space_new, int(d["block_pairs"]))
     options = baseline_options(d)
+    years = None  # a target known only by its composition has its answers among the new entities' (retro.Future)
+    if future is not None:
+        years = {(a, b): y for src, dst, year in ((future.src, future.dst, future.year),
+                                                  (future.new_src, future.new_dst, future.new_year))
+                 for a, b, y in zip(src.tolist(), dst.tolist(), year.tolist())}
     beside = {b: (BASELINES[b][0], BASELINES[b][1](graph, space_new, options))
               for b in dict.fromkeys(d.get("entity_baselines") or []) if b in BESIDE}
     for formula, node in zip(new, ids):
         entity = Entity(node, formula.text, rel.src, (), rel.name)
-        lst = rank_entity(space_new, gnn, band, entity, k, seed)
+        lst = rank_entity(space_new, gnn, band, entity, k, seed, years)
         src, dst = entity_pairs(space_new, entity)
         order = ranking(gnn.pairs(src, dst), src, dst, seed)
         gnn_rank = dict(zip(dst[order].tolist(), range(1, len(order) + 1)))
@@ -323,10 +356,13 @@ def new_parts(graph: KG, space: CandidateSpace, formula: Formula, node: int, gnn
             used.setdefault(p, []).append(graph.names[t])
     mark = lambda p: "recorded for " + ", ".join(used[p]) if p in used else ""  # noqa: E731
     gnn_table = gnn_table.with_columns(pl.Series("recorded for", [mark(p) for p in gnn_table["id"].to_list()]))
+    what = (f"is no {rel.src} of the graph; it was added as one (id {node}) with composition edges to "
+            f"{', '.join(formula.elements)} only" if formula.node is None else
+            f"is a {rel.src} of the graph known only by its composition ({', '.join(formula.elements)}; with a "
+            f"cutoff: first recorded after it); it was ranked as a new one on its own node")
     parts: list[tuple[str, pl.DataFrame | None]] = [(
-        f"New composition: '{formula.text}' is no {rel.src} of the graph; it was added as one (id {node}) with "
-        f"composition edges to {', '.join(formula.elements)} only, and the trained model scored it over the graph "
-        f"with it (its name embedded by the same encoder).", None)]
+        f"New composition: '{formula.text}' {what}, and the trained model scored it over the graph with it (its "
+        f"name embedded by the same encoder).", None)]
     block = space.block(np.array([node], dtype=np.int64))
     cand = space.dst[block.valid[0]]
     ranked = {}

@@ -213,7 +213,7 @@ def named(cfg: DictConfig, d: dict, wanted: list, new: list, space: CandidateSpa
     from hygrail.triage.train import load_scorer
 
     return compositions.add_sections(
-        report, d, space, new, band=band, seed=seed,
+        report, d, space, new, band=band, seed=seed, future=future,
         scorer_for=lambda graph: load_scorer(split, plain(cfg.backbone), seed, Path(cfg.paths.cache) / "triage",
                                              int(d["encode_edges"]), graph=graph))
 
