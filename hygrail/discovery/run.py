@@ -234,14 +234,17 @@ def entities_only(cfg: DictConfig, space: CandidateSpace, band: Band, threshold:
 
     Measured (2026-12-04, whole recipes: 20,952 nodes, 215,805 edges, 38.6 M Target-Precursor
     candidates; rgcn_plus at conf/experiment/retro_synthesis_recipes.yaml's 12 epochs / patience 4,
-    no cutoff, model cached; 2 cores shared with three other jobs, load average 4-5): 10 named
-    targets took 39 s wall from the command line (``python -m hygrail.sweep ... discover.entities_only=true``,
-    imports, MLflow run and report included), of which 17 s preparation (reading the xz JSON ~10 s,
-    the split ~6 s, the cached model and its encoding ~4 s, from a profile) and 0.5 s for the 10
-    lists; 44 s with a new composition among them (its second encoding: 4.9 s). The lists equal the
-    whole run's, whose two-stage walk over the 38.6 M candidates took 83 s and whose first run
-    trained the model in 1,554 s. Whole HPO was not measured (its training is too heavy for the
-    shared machine)."""
+    no cutoff, model cached; 2 cores shared with two or three other jobs, load average 3.5-5): 10
+    named targets took 39 and 56 s wall from the command line (``python -m hygrail.sweep ...
+    discover.entities_only=true``: imports, MLflow run and report included), 10 with a new
+    composition among them 44 and 59 s, and once 134 s, of which over 100 s passed before the KG had
+    loaded (start-up under load; not explained). Inside discovery: 17-27 s preparation (reading the
+    xz JSON ~10 s, the split's negatives ~6 s, the cached model and its encoding ~4 s, from a
+    profile), 0.5 s for the 10 lists, 2.5-4.9 s more for a new composition (its second encoding);
+    the imports alone took 24-25 s at that load. So the 60 s budget holds, with little margin under
+    load; the next levers are a parsed-KG cache and the imports. The lists equal the whole run's,
+    whose two-stage walk over the 38.6 M candidates took 83 s and whose first run trained the model
+    in 1,554 s. Whole HPO was not measured (its training is too heavy for the shared machine).
     t0 = time.perf_counter()
     report = named_sections(None)
     timer["entities"] = time.perf_counter() - t0
