@@ -50,6 +50,15 @@ def options(cfg: DictConfig) -> dict:
     if d.get("entity_lists") and (not isinstance(n, int) or n < d.get("entity_k", 1)):
         raise DataError(f"discover.entity_lists_shortlist={n!r}: expected a number of candidates per entity >= "
                         f"discover.entity_k={d.get('entity_k')}")
+    only = d.get("entities_only", False)
+    if not isinstance(only, bool):
+        raise DataError(f"discover.entities_only={only!r}: expected true or false")
+    if only and not d.get("entities"):
+        raise DataError("discover.entities_only=true: expected some discover.entities to rank (none are named)")
+    if only and (cutoff is not None or d.get("entity_lists")):
+        what = f"discover.cutoff={cutoff}" if cutoff is not None else "discover.entity_lists=true"
+        raise DataError(f"discover.entities_only=true with {what}: that needs the walk over the whole space "
+                        f"entities_only skips; drop one of them")
     ks = sorted(int(k) for k in d.get("ks") or KS)
     if ks[0] < 1:
         raise DataError(f"discover.ks={ks}: expected positive list sizes")

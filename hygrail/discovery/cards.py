@@ -87,6 +87,8 @@ def _review_head(row: Mapping[str, Any]) -> str:
 
 def facts(table: pl.DataFrame, summary: Mapping[str, Any]) -> dict[str, Any]:
     """The run's facts, with what is true of HyGRAIL's list against the GNN's (``agreement``)."""
+    if table.is_empty():  # discover.entities_only: no global list to compare
+        return dict(summary["facts"])
     return dict(summary["facts"]) | {"HyGRAIL's list against the GNN's": agreement(table, summary.get("order", "paper"))}
 
 

@@ -108,7 +108,7 @@ import html
 import re
 import time
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -264,6 +264,9 @@ class EntityList:
     on_twins: int = 0  # candidates left out: annotated on a twin (``known_on_twins``)
     implied_by_twins: int = 0  # candidates left out: ancestors of a twin's annotations (true-path rule)
     cards: pl.DataFrame | None = None  # evidence cards of the first ``discover.entity_cards`` (cards.COLUMNS)
+    # (heading, table or None) after the list: what the graph records for it, a new composition's
+    # baselines and similar targets (hygrail/discovery/compositions.py)
+    parts: list[tuple[str, pl.DataFrame | None]] = field(default_factory=list)
 
 
 def entity_pairs(space: CandidateSpace, entity: Entity) -> tuple[np.ndarray, np.ndarray]:
@@ -589,6 +592,7 @@ def _sections(report: EntityReport) -> list[tuple[str, str, pl.DataFrame | None,
         head = (f"{e.entity}: its best {e.table.height} of {e.candidates:,} candidates "
                 f"(GNN ranking, {e.seconds:.2f} s{left})")
         parts.append(("3", head, t if t["future_year"].is_not_null().any() else t.drop("future_year"), e))
+        parts += [("4" if table is not None else "p", h, table, None) for h, table in e.parts]  # p: a paragraph
     if report.retro is not None:
         parts.append(("2", "Per-entity retrospective evaluation", report.retro, None))
     return parts
@@ -609,7 +613,7 @@ def card_anchor(e: EntityList, rank: int) -> str:
 def markdown(report: EntityReport) -> str:
     lines = []
     for level, head, table, e in _sections(report):
-        lines += ["#" * int(level) + " " + head, ""]
+        lines += [head if level == "p" else "#" * int(level) + " " + head, ""]
         if level == "2" and table is not None:
             lines += [report.note, ""]
         if table is not None:
@@ -627,7 +631,7 @@ def to_html(report: EntityReport) -> str:
     esc = html.escape
     out = []
     for level, head, table, e in _sections(report):
-        out.append(f"<h{level} class='entity'>{esc(head)}</h{level}>")
+        out.append(f"<p class='entity'>{esc(head)}</p>" if level == "p" else f"<h{level} class='entity'>{esc(head)}</h{level}>")
         if level == "2" and table is not None:
             out.append(f"<p>{esc(report.note)}</p>")
         if table is not None:

@@ -47,7 +47,7 @@ import polars as pl
 from omegaconf import DictConfig
 
 from hygrail.data import load_kg
-from hygrail.discovery import entities, options, stack
+from hygrail.discovery import compositions, entities, options, stack
 from hygrail.discovery.cards import COLUMNS, listed_moves, write_html, write_markdown, write_table
 from hygrail.discovery.novelty import distances, hub_pairs, novelty_scores
 from hygrail.discovery.retro import (Retrospective, answers, check_cutoff, degree_mask, future_edges,
@@ -118,7 +118,9 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     else:
         known = kg
     space = CandidateSpace(known, relation)
-    wanted = entities.options(d, space)  # before any training: a misspelt entity fails in seconds
+    given, new = compositions.options(d, space)  # formulas the graph lacks: new compositions
+    wanted = entities.options(d | {"entities": given}, space)  # before any training: a misspelt entity fails in seconds
+    compositions.check_backbone(plain(cfg.backbone), new)
     short = d.get("shortlist")
     exact = short is None or (short == "auto" and space.size <= int(d["exact_max_pairs"]))
     if cutoff is not None and not exact:
@@ -136,6 +138,9 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     band = Band(triage.band[0], triage.band[1], True, True)  # clipped cuts route exactly as the infinite ones
     gnn = GNNBlocks(scorer, space)
     timer["prepare"] = time.perf_counter() - t0
+    named_sections = lambda future, *more: named(cfg, d, wanted, new, space, gnn, band, split, future, *more)  # noqa: E731
+    if d.get("entities_only"):
+        return entities_only(cfg, space, band, triage.threshold, metrics, timer, named_sections)
     fitted = None
     if d.get("stack"):  # the stacked head, fit on the split's held-out transitions (hygrail/discovery/stack.py)
         t0 = time.perf_counter()
@@ -203,7 +208,7 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     memo = stack.Memo(gnn)  # the per-entity rows score each block once for the GNN and the stack
     stacked = {f"stack_{v}": (stack.VARIANTS[v], stack_blocks(d, fitted, v, space, memo, gnn)) for v in fitted.models} \
         if fitted is not None and future is not None else {}
-    result.entities = entities.entity_report(d, wanted, space, gnn, band, split, future, seed, memo, stacked)
+    result.entities = named_sections(future, memo, stacked)
     if result.entities is not None:
         metrics |= result.entities.metrics
         timer["entities"] = time.perf_counter() - t0
@@ -214,6 +219,77 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
         timer["entity_cards"] = time.perf_counter() - t0
     metrics |= {f"discover_seconds_{k}": v for k, v in timer.items()}
     result.summary = summary(cfg, space, band, triage.threshold, gamma, w, len(reviewed), metrics, exact)
+    return result
+
+
+def named(cfg: DictConfig, d: dict, wanted: list, new: list, space: CandidateSpace, gnn: GNNBlocks, band: Band, split,
+          future, gnn_block=None, extra=None) -> entities.EntityReport | None:
+    """The per-entity part: the named entities' lists (and with a cutoff the per-entity retrospective,
+    ``gnn_block`` and ``extra`` as ``entities.entity_report`` reads them), what the graph records for
+    each, and the new compositions' sections (``compositions``)."""
+    seed = int(cfg.seed)
+    report = entities.entity_report(d, wanted, space, gnn, band, split, future, seed, gnn_block, extra)
+    if not (wanted or new):
+        return report
+    from hygrail.triage.train import load_scorer
+
+    return compositions.add_sections(
+        report, d, space, new, band=band, seed=seed, future=future,
+        scorer_for=lambda graph: load_scorer(split, plain(cfg.backbone), seed, Path(cfg.paths.cache) / "triage",
+                                             int(d["encode_edges"]), graph=graph))
+
+
+# The ranked table's columns (cards.COLUMNS) and types, for the empty table of ``discover.entities_only``.
+TABLE_SCHEMA = {"rank": pl.Int64, "gnn_rank": pl.Int64, "left": pl.String, "right": pl.String, "score": pl.Float64,
+                "region": pl.String, "verdict": pl.String, "decided_by": pl.String, "review": pl.String,
+                "confidence": pl.Float64, "reasoning": pl.String, "statement": pl.String, "evidence": pl.String,
+                "reviewer_evidence": pl.String, "structured": pl.String, "future_year": pl.Int32, "distance": pl.Int64,
+                "hub_pair": pl.Boolean, "novelty": pl.Float64, "degree_adjusted": pl.Float64, "left_id": pl.Int64,
+                "right_id": pl.Int64}
+
+
+def entities_only(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float, metrics: dict, timer: dict,
+                  named_sections) -> Discovery:
+    """``discover.entities_only``: the named entities' sections without the walk over the whole space:
+    no global ranking, no band counts, no reviews; the page says so.
+
+    Measured (2026-12-04, whole recipes: 20,952 nodes, 215,805 edges, 38.6 M Target-Precursor
+    candidates; rgcn_plus at conf/experiment/retro_synthesis_recipes.yaml's 12 epochs / patience 4,
+    no cutoff, model cached; 2 cores shared with two or three other jobs, load average 3.5-5): 10
+    named targets took 39 and 56 s wall from the command line (``python -m hygrail.sweep ...
+    discover.entities_only=true``: imports, MLflow run and report included), 10 with a new
+    composition among them 44 and 59 s, and once 134 s, of which over 100 s passed before the KG had
+    loaded (start-up under load; not explained). Inside discovery: 17-27 s preparation (reading the
+    xz JSON ~10 s, the split's negatives ~6 s, the cached model and its encoding ~4 s, from a
+    profile), 0.5 s for the 10 lists, 2.5-4.9 s more for a new composition (its second encoding);
+    the imports alone took 24-25 s at that load. So the 60 s budget holds, with little margin under
+    load; the next levers are a parsed-KG cache and the imports. The lists equal the whole run's,
+    whose two-stage walk over the 38.6 M candidates took 83 s and whose first run trained the model
+    in 1,554 s. Whole HPO was not measured (its training is too heavy for the shared machine).
+    t0 = time.perf_counter()
+    report = named_sections(None)
+    timer["entities"] = time.perf_counter() - t0
+    metrics |= report.metrics | {"discover_candidates": float(space.size), "discover_entities_only": 1.0,
+                                 "gamma": float("nan")}
+    metrics |= {f"discover_seconds_{k}": v for k, v in timer.items()}
+    rel, schema = space.relation, space.kg.schema
+    sample = cfg.data.get("subgraph_nodes")
+    where = f"{cfg.data.name}, a {int(sample):,}-node sample: a smoke test" if sample else f"{cfg.data.name}, whole graph"
+    scored = (f"only the {len(report.lists)} named entities' candidates (discover.entities_only): the {space.size:,} "
+              f"unobserved {schema.display_name(rel.src)}-{schema.display_name(rel.dst)} pairs were not walked, so "
+              f"there is no global ranking, no count per region and no LLM review; run without "
+              f"discover.entities_only for those")
+    lead = [f"Scored by {cfg.backbone.name}: {scored}.",
+            "Suggestions are model-generated candidates for expert or experimental validation, not findings."]
+    facts = {"scored": scored, "data": cfg.data.name, "relation": f"{rel.name} ({rel.label})", "backbone": cfg.backbone.name,
+             "seed": cfg.seed, "band [a*, b*]": f"[{band.a:.4f}, {band.b:.4f}]", "GNN-only threshold": f"{threshold:.4f}",
+             "seconds": ", ".join(f"{k} {v:.1f}" for k, v in timer.items())}
+    table = pl.DataFrame(schema=TABLE_SCHEMA).select(COLUMNS)
+    out = default_out(cfg)
+    result = Discovery(table, metrics, out.with_name(out.name + "-entities"), {}, space=space, graph=space.kg,
+                       entities=report)
+    result.summary = {"title": f"HyGRAIL discovery: {rel.label} candidates of {len(report.lists)} named entities "
+                               f"({where})", "lead": lead, "facts": facts, "warnings": []}
     return result
 
 
@@ -733,7 +809,8 @@ def main(cfg: DictConfig) -> dict:
     run_cfg = copy.deepcopy(cfg)
     run_cfg.tracking.experiment = cfg.discover.experiment
     with tracking.cell_run(run_cfg, sweep) as cell:
-        if cfg.discover.review_budget.candidates:  # an unreachable LLM server fails in seconds, before any training
+        # an unreachable LLM server fails in seconds, before any training (entities_only reviews nothing)
+        if cfg.discover.review_budget.candidates and not cfg.discover.get("entities_only"):
             check_config(cfg)
         torch.set_num_threads(int(cfg.threads))
         result = discover(cfg, logger=cell.logger())
@@ -741,9 +818,14 @@ def main(cfg: DictConfig) -> dict:
         log_result(run_cfg, result)
     m = result.metrics
     n_acc = int((result.table["verdict"] == "accept").sum())
-    print(f"{cfg.relation.name} {cfg.backbone.name} discovery: {int(m['discover_candidates']):,} candidates, "
-          f"{n_acc} of the {result.table.height} listed accepted, {int(m.get('discover_reviewed', 0))} reviewed by "
-          f"{cfg.llm.name} | MLflow run {cell.run_id} (experiment {cfg.discover.experiment})")
+    if m.get("discover_entities_only"):
+        print(f"{cfg.relation.name} {cfg.backbone.name} discovery of {len(result.entities.lists)} named entities only "
+              f"(discover.entities_only: the {int(m['discover_candidates']):,} candidates not walked) | MLflow run "
+              f"{cell.run_id} (experiment {cfg.discover.experiment})")
+    else:
+        print(f"{cfg.relation.name} {cfg.backbone.name} discovery: {int(m['discover_candidates']):,} candidates, "
+              f"{n_acc} of the {result.table.height} listed accepted, {int(m.get('discover_reviewed', 0))} reviewed by "
+              f"{cfg.llm.name} | MLflow run {cell.run_id} (experiment {cfg.discover.experiment})")
     if result.retro is not None:
         ks = options(cfg)["ks"]
         print(result.retro.headline_rows().select("method", "n_answers", "auc", "ap", f"precision_at_{ks[0]}",
