@@ -130,13 +130,17 @@ figures: $(VENV)/.installed ## Figs. 3-4 and F1 vs call rate from the ablation e
 	$(PYTHON) -m hygrail.report --figures --out $(OUT)/report/figures
 
 bench: $(VENV)/.installed ## benchmarks: data layer, triage speed, evidence, review (prints figures)
-	@# bench_memory.py trains at real size in fresh processes (about an hour): run it on its own
-	@for b in bench/bench_*.py; do case $$b in */bench_triage.py|*/bench_memory.py) continue;; esac; echo "== $$b"; $(PYTHON) $$b || exit 1; done
+	@# bench_memory.py trains at real size in fresh processes (about an hour), bench_context.py reviews for ~1 h
+	@# per 300 reviews (make bench-context): run them on their own
+	@for b in bench/bench_*.py; do case $$b in */bench_triage.py|*/bench_memory.py|*/bench_context.py) continue;; esac; echo "== $$b"; $(PYTHON) $$b || exit 1; done
 	@# bench_triage.py's default is the hours-long quality study (experiments/triage.md); here its speed figures only
 	@echo "== bench/bench_triage.py --speed"; $(PYTHON) bench/bench_triage.py --speed --methods heteroconv,hgt,rgcn
 	@echo "== bench/bench_triage.py --feature-cost"; $(PYTHON) bench/bench_triage.py --feature-cost
 	@# the whole HPO graph (2.3e8 candidates): ~12 min the first time (rgcn_plus's 2 epochs, name embeddings), ~5 after
 	@echo "== bench/bench_discover.py --data hpo"; $(PYTHON) bench/bench_discover.py --data hpo --relation hpo_dis_phe --backbones rgcn_plus,hgt
+
+bench-context: $(VENV)/.model ## the embedded judge's HPO band AUC per evidence context, the same pairs (N=150 VARIANTS=none,full; ~10 s/review)
+	$(PYTHON) bench/bench_context.py --n $(or $(N),150) --variants $(or $(VARIANTS),none,full) $(ARGS)
 
 bench-retro: $(VENV)/.installed ## whole-graph retrospective cells: wall time and peak RSS against <= 30 min, <= 4 GB (CELLS=hpo:2015,synthesis_recipes:2014)
 	$(PYTHON) bench/bench_retro.py $(if $(CELLS),--cells $(CELLS))
