@@ -10,7 +10,7 @@ export OMP_NUM_THREADS ?= 1
 # Where runs, caches and reports go: the same variable conf/config.yaml reads.
 OUT := $(or $(HYGRAIL_OUTPUTS),outputs)
 
-.PHONY: help setup run discover retro bench-retro test test-all stats bench clean ui tracking-server serve sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity ablation-evidence ablation-triage
+.PHONY: help setup run discover retro bench-retro test test-all stats bench clean ui tracking-server serve paper-check bench-context sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity ablation-evidence ablation-triage
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -79,6 +79,11 @@ tracking-server: $(VENV)/.installed ## MLflow tracking server for cluster sweeps
 serve: ## on a GPU machine with vLLM: serve one paper model with Table 8 settings (LLM=qwen3_4b)
 	@# the environment that has vLLM (not .venv: vLLM pins its own torch); hygrail installed there with -e .
 	python -m hygrail.review.serve llm=$(or $(LLM),qwen3_4b)
+
+# make paper-check: .venv runs the check and starts `vllm serve` from the vLLM environment (VLLM=its
+# vllm executable, default `vllm` on PATH); LLM=embedded is the CPU path (30 band pairs by default).
+paper-check: $(if $(filter embedded,$(LLM)),$(VENV)/.model,$(VENV)/.installed) ## on a GPU machine with vLLM: serve Qwen3-4B (Table 8), review the HPO band and one Table 2 cell, write outputs/paper_check/<LLM>.json (<= 10 min)
+	$(PYTHON) bench/paper_check.py --llm $(or $(LLM),qwen3_4b) --vllm $(or $(VLLM),vllm) $(if $(N),--n $(N)) $(ARGS)
 
 sweep: $(VENV)/.installed ## paper Table 2/3 with the served LLMs (vLLM endpoints from conf/llm/*.yaml), then the tables
 	$(PYTHON) -m hygrail.sweep -m experiment=main_table hydra/launcher=joblib hydra.launcher.n_jobs=$(or $(JOBS),4)
