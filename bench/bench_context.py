@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_review import band_picks, curated_after, load, run_config  # noqa: E402
+from bench_review import band_picks, band_sample, curated_after, load, run_config  # noqa: E402
 
 # `make run DATA=hpo`'s cell (conf/experiment/default_run_hpo.yaml), zero-shot as it is.
 HPO = ["data=hpo", "data.subgraph_nodes=3000", "relation=hpo_dis_phe", "backbone=rgcn_plus", "routing=auto",
@@ -112,6 +112,27 @@ def variant_mode(name: str, overrides: list[str], outputs: str, t):
                      OmegaConf.to_container(c.relation.templates, resolve=True), t.calibrated())
 
 
+def contamination(args) -> None:
+    """Positives first curated after the judge's training-data date: in the whole routed band and
+    among every validation/test positive, not only in the reviewed sample (bench_review.curated_after)."""
+    import polars as pl
+
+    from hygrail.stages import llm_config
+
+    cfg, kg, split, t, _ = setup(args.overrides, args.outputs, args.n, args.seed)
+    date = str(llm_config(cfg)["training_data_date"])
+    band = {"val": t.route_val == -1, "test": t.route_test == -1}
+    for where in ("band", "all"):
+        pairs = []
+        for part in ("val", "test"):
+            d = split.part(part).with_row_index("i").filter(pl.col("label") == 1)
+            if where == "band":
+                d = d.filter(pl.Series(band[part][d["i"].to_numpy()]))
+            pairs += [(kg.label(a), kg.label(b)) for a, b in zip(d["src"], d["dst"])]
+        after = curated_after(cfg, pairs, date)
+        print(f"{where} (val + test) positives: {int(after.sum())} of {len(pairs)} first curated after {date}")
+
+
 def context(which: str, cfg, kg, split):
     """(graph the evidence reads, hypothesis -> that graph's ids) for ``--context``: ``whole``
     (``whole_context``), ``sample`` (the split's training graph), ``auto`` (whole when the cell runs on
@@ -138,17 +159,24 @@ def show(args) -> None:
 
 
 def band_rows(overrides: list[str], outputs: str, n: int, seed: int, variants: list[str], which: str = "auto",
-              threads: int | None = 1, one_at_a_time: bool = True, rows_file: Path | None = None):
+              threads: int | None = 1, one_at_a_time: bool = True, rows_file: Path | None = None,
+              limit: int | None = None):
     """Review the band sample under each variant; (per-pair rows, cfg, llm config). ``one_at_a_time``:
     one request per call (the latency a concurrency-1 pipeline sees, the embedded judge's case); else
     each part in one batch at the llm's concurrency (a served model). ``rows_file`` is rewritten after
-    every variant, so a stopped run keeps what it measured (``--report``)."""
+    every variant, so a stopped run keeps what it measured (``--report``). ``limit``: review only a
+    class-stratified subset of that many of the sample's pairs (single-part variants, when the time
+    for the whole sample is not there; ``--report`` compares every variant on the pairs all have)."""
     import polars as pl
 
     from hygrail.review.stage import Reviewer
     from hygrail.stages import hypotheses, llm_config
 
     cfg, kg, split, t, pick = setup(overrides, outputs, n, seed)
+    if limit:  # a class-stratified subset of the same pairs: its replies are shared with the whole sample's
+        y = np.concatenate([split.part(p)["label"].to_numpy()[pick[p]] for p in ("val", "test")])
+        keep, n_val = band_sample(y, limit, seed + 1), len(pick["val"])
+        pick = {"val": pick["val"][keep[keep < n_val]], "test": pick["test"][keep[keep >= n_val] - n_val]}
     graph, move = context(which, cfg, kg, split)
     llm = llm_config(cfg)
     if llm.get("embedded") and threads:
@@ -216,6 +244,18 @@ def summarise(df, cfg, llm, seed: int) -> dict:
             v["auc_minus_none_ci"] = auc_interval(y, p, base, seed)
         if known is not None and 0 < y[known > 0].sum() < (known > 0).sum():
             v["auc_known_terms"] = float(roc_auc_score(y[known > 0], p[known > 0]))
+        val, test = (d["part"] == "val").to_numpy(), (d["part"] == "test").to_numpy()
+        if 0 < y[val].sum() < val.sum() and 0 < y[test].sum() < test.sum():
+            # what the judge adds to the GNN: a logistic fit over both (as llm.decision=calibrated fits
+            # it) on the validation pairs, scored on the test pairs, beside the GNN alone there
+            from sklearn.linear_model import LogisticRegression
+
+            from hygrail.review.calibrate import logit
+
+            x = np.column_stack([logit(gnn), logit(p)])
+            both = LogisticRegression().fit(x[val], y[val]).decision_function(x[test])
+            v["test_auc_gnn_plus_judge"] = float(roc_auc_score(y[test], both))
+            out["test_auc_gnn"] = float(roc_auc_score(y[test], gnn[test]))
         est = d.filter(pl.col("tokens_est").is_not_null())
         if est.height:
             v["max_tokens_est"] = int(est["tokens_est"].max())
@@ -243,13 +283,15 @@ def report(s: dict) -> None:
         print(f"entities with known terms in the context graph: {k['positives_with']} of {s['positives']} positives, "
               f"{k['negatives_with']} of {s['pairs'] - s['positives']} negatives")
     print("| variant | pairs | band AUC [95% CI] | minus statement-only [95% paired CI] | AUC, entities with known terms "
+          f"| GNN + judge, test AUC (GNN alone {s.get('test_auc_gnn', float('nan')):.3f}) "
           "| median s/review (calls now, not cached) | median / max prompt tokens |")
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for n, v in s["variants"].items():
         diff = f"{v['auc_minus_none']:+.3f} {fmt(v['auc_minus_none_ci'])}" if "auc_minus_none" in v else ""
         sec = f"{v['median_seconds']:.1f} ({v['uncached_calls']})"
         kt = f"{v['auc_known_terms']:.3f}" if "auc_known_terms" in v else ""
-        print(f"| {n} | {s['pairs']} | {v['auc']:.3f} {fmt(v['auc_ci'])} | {diff} | {kt} | {sec} | "
+        both = f"{v['test_auc_gnn_plus_judge']:.3f}" if "test_auc_gnn_plus_judge" in v else ""
+        print(f"| {n} | {s['pairs']} | {v['auc']:.3f} {fmt(v['auc_ci'])} | {diff} | {kt} | {both} | {sec} | "
               f"{v['median_prompt_tokens']:.0f} / {v['max_prompt_tokens']} |")
         if "max_tokens_est" in v:
             print(f"  ({n}: the budget's estimate of statement + evidence tokens, max {v['max_tokens_est']})")
@@ -272,6 +314,8 @@ def main() -> None:
     ap.add_argument("--context", choices=("auto", "whole", "sample"), default="auto",
                     help="the graph the evidence reads (context()): auto = whole_context() on a sample")
     ap.add_argument("--show", type=int, default=0, help="print this many test pairs' texts per variant, no LLM")
+    ap.add_argument("--contamination", action="store_true", help="count late-curated positives in the whole band")
+    ap.add_argument("--limit", type=int, default=None, help="review a class-stratified subset of this many pairs")
     ap.add_argument("--tag", default="", help="suffix of the rows file: context_band<tag>.csv")
     ap.add_argument("--report", nargs="+", default=None, help="rows files to report on (no review)")
     ap.add_argument("--outputs", default=os.environ.get("HYGRAIL_OUTPUTS", "outputs"))
@@ -283,18 +327,21 @@ def main() -> None:
     args.overrides = args.overrides or HPO
     if args.show:
         return show(args)
+    if args.contamination:
+        return contamination(args)
     import polars as pl
 
     from hygrail.stages import llm_config
 
     if args.report:
         cfg = run_config(args.overrides, args.outputs)
-        df, llm = pl.concat([pl.read_csv(p) for p in args.report], how="diagonal_relaxed"), llm_config(cfg)
+        df = pl.concat([pl.read_csv(p, infer_schema_length=None) for p in args.report], how="diagonal_relaxed")
+        llm = llm_config(cfg)
         df = df.unique(["variant", "part", "left", "right"], keep="first", maintain_order=True)
     else:
         rows = Path(args.outputs) / "bench" / f"context_band{args.tag}.csv"
         df, cfg, llm = band_rows(args.overrides, args.outputs, args.n, args.seed, args.variants, args.context,
-                                 args.threads, rows_file=rows)
+                                 args.threads, rows_file=rows, limit=args.limit)
         print(f"per-pair rows: {rows}")
     report(summarise(df, cfg, llm, args.seed))
 
