@@ -10,7 +10,7 @@ export OMP_NUM_THREADS ?= 1
 # Where runs, caches and reports go: the same variable conf/config.yaml reads.
 OUT := $(or $(HYGRAIL_OUTPUTS),outputs)
 
-.PHONY: help setup run discover retro bench-retro test test-all stats bench clean ui tracking-server serve sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity ablation-evidence ablation-triage
+.PHONY: help setup run discover retro bench-retro test test-all stats bench clean ui tracking-server serve paper-check bench-context sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity ablation-evidence ablation-triage
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -80,6 +80,11 @@ serve: ## on a GPU machine with vLLM: serve one paper model with Table 8 setting
 	@# the environment that has vLLM (not .venv: vLLM pins its own torch); hygrail installed there with -e .
 	python -m hygrail.review.serve llm=$(or $(LLM),qwen3_4b)
 
+# make paper-check: .venv runs the check and starts `vllm serve` from the vLLM environment (VLLM=its
+# vllm executable, default `vllm` on PATH); LLM=embedded is the CPU path (30 band pairs by default).
+paper-check: $(if $(filter embedded,$(LLM)),$(VENV)/.model,$(VENV)/.installed) ## on a GPU machine with vLLM: serve Qwen3-4B (Table 8), review the HPO band and one Table 2 cell, write outputs/paper_check/<LLM>.json (<= 10 min)
+	$(PYTHON) bench/paper_check.py --llm $(or $(LLM),qwen3_4b) --vllm $(or $(VLLM),vllm) $(if $(N),--n $(N)) $(ARGS)
+
 sweep: $(VENV)/.installed ## paper Table 2/3 with the served LLMs (vLLM endpoints from conf/llm/*.yaml), then the tables
 	$(PYTHON) -m hygrail.sweep -m experiment=main_table hydra/launcher=joblib hydra.launcher.n_jobs=$(or $(JOBS),4)
 	$(PYTHON) -m hygrail.sweep -m experiment=main_table_baselines hydra/launcher=joblib hydra.launcher.n_jobs=$(or $(JOBS),4)
@@ -130,13 +135,17 @@ figures: $(VENV)/.installed ## Figs. 3-4 and F1 vs call rate from the ablation e
 	$(PYTHON) -m hygrail.report --figures --out $(OUT)/report/figures
 
 bench: $(VENV)/.installed ## benchmarks: data layer, triage speed, evidence, review (prints figures)
-	@# bench_memory.py trains at real size in fresh processes (about an hour): run it on its own
-	@for b in bench/bench_*.py; do case $$b in */bench_triage.py|*/bench_memory.py) continue;; esac; echo "== $$b"; $(PYTHON) $$b || exit 1; done
+	@# bench_memory.py trains at real size in fresh processes (about an hour), bench_context.py reviews for ~1 h
+	@# per 300 reviews (make bench-context): run them on their own
+	@for b in bench/bench_*.py; do case $$b in */bench_triage.py|*/bench_memory.py|*/bench_context.py) continue;; esac; echo "== $$b"; $(PYTHON) $$b || exit 1; done
 	@# bench_triage.py's default is the hours-long quality study (experiments/triage.md); here its speed figures only
 	@echo "== bench/bench_triage.py --speed"; $(PYTHON) bench/bench_triage.py --speed --methods heteroconv,hgt,rgcn
 	@echo "== bench/bench_triage.py --feature-cost"; $(PYTHON) bench/bench_triage.py --feature-cost
 	@# the whole HPO graph (2.3e8 candidates): ~12 min the first time (rgcn_plus's 2 epochs, name embeddings), ~5 after
 	@echo "== bench/bench_discover.py --data hpo"; $(PYTHON) bench/bench_discover.py --data hpo --relation hpo_dis_phe --backbones rgcn_plus,hgt
+
+bench-context: $(VENV)/.model ## the embedded judge's HPO band AUC per evidence context, the same pairs (N=150 VARIANTS=none,full; ~10 s/review)
+	$(PYTHON) bench/bench_context.py --n $(or $(N),150) --variants $(or $(VARIANTS),none,full) $(ARGS)
 
 bench-retro: $(VENV)/.installed ## whole-graph retrospective cells: wall time and peak RSS against <= 30 min, <= 4 GB (CELLS=hpo:2015,synthesis_recipes:2014)
 	$(PYTHON) bench/bench_retro.py $(if $(CELLS),--cells $(CELLS))

@@ -235,6 +235,18 @@ def band_sample(labels: np.ndarray, n: int, seed: int) -> np.ndarray:
     return np.sort(np.concatenate([pos, rng.choice(neg, max(0, min(len(neg), n - len(pos))), replace=False)]))
 
 
+def band_picks(split, t, n: int, seed: int) -> tuple[dict, np.ndarray, np.ndarray, dict]:
+    """The routed band of each part (row indices), its labels (val then test), the ``band_sample``
+    positions in that concatenation, and the picked rows per part: the pairs ``--band`` reviews (and
+    bench_context.py, which must review the same ones)."""
+    band = {"val": np.flatnonzero(t.route_val == -1), "test": np.flatnonzero(t.route_test == -1)}
+    y_all = np.concatenate([split.part(name)["label"].to_numpy()[band[name]] for name in band])
+    picked = band_sample(y_all, n, seed)
+    n_val = len(band["val"])
+    pick = {"val": band["val"][picked[picked < n_val]], "test": band["test"][picked[picked >= n_val] - n_val]}
+    return band, y_all, picked, pick
+
+
 def curated_after(cfg, pairs: list[tuple[str, str]], date: str) -> np.ndarray:
     """For HPO (disease name, phenotype name) pairs: whether the pair's earliest biocuration date in
     phenotype.hpoa is after ``date`` (YYYY-MM). The KG keeps years only; a judge's training-data
@@ -292,12 +304,8 @@ def bench_band(n: int, threads: int, overrides: list[str], outputs: str, seed: i
     kg, split = build_split(cfg)
     t, _, _ = gnn_stage(cfg, kg, split)
     parts = {"val": (t.route_val, t.scores.val), "test": (t.route_test, t.scores.test)}
-    band = {name: np.flatnonzero(route == -1) for name, (route, _) in parts.items()}
-    labels = {name: split.part(name)["label"].to_numpy()[band[name]] for name in parts}
-    y_all = np.concatenate(list(labels.values()))
-    picked = band_sample(y_all, n, seed)
+    band, y_all, picked, pick = band_picks(split, t, n, seed)
     n_val = len(band["val"])
-    pick = {"val": band["val"][picked[picked < n_val]], "test": band["test"][picked[picked >= n_val] - n_val]}
     print(f"\nband [{t.band[0]:.3f}, {t.band[1]:.3f}] (GNN threshold {t.threshold:.3f}): {n_val} val + "
           f"{len(band['test'])} test routed, {int(y_all.sum())} positives; sample {len(picked)} "
           f"({int(y_all[picked].sum())} positives + {len(picked) - int(y_all[picked].sum())} random negatives, "
