@@ -484,7 +484,7 @@ def entity_cards(cfg: DictConfig, split, triage, band: Band, report: entities.En
         region = route(e.table["score"].to_numpy(), band)
         verdicts = [verdict_of(rows[k], int(r), band, triage.threshold, order, fit, rule)[0] for k, r in zip(pairs, region)]
         e.table = e.table.with_columns(pl.Series("verdict", verdicts, dtype=pl.String))
-        if n and pairs:
+        if n and pairs and node < graph.num_nodes:  # a new composition's node is not in the cut graph: no evidence there
             carded = {k: rows[k] for k in pairs[:n]}
             e.cards = card_records(cfg, split, triage, band, carded, order, fit, graph).with_columns(
                 pl.col("gnn_rank").alias("rank")).select(COLUMNS)
