@@ -107,7 +107,6 @@ def test_the_stack_reads_the_gnn_it_is_given(small_run):
     """The whole-space stack (the GNN's kept logits, ``Kept``) scores each block exactly as the same
     stack over a fresh GNN pass (``Memo``): the kept scores are aligned with the walk."""
     from hygrail.data import load_kg
-    from hygrail.discovery.run import stack_blocks
     from hygrail.discovery.scoring import GNNBlocks, walk
     from hygrail.stages import build_split, gnn_stage, plain
     from hygrail.triage.train import load_scorer
@@ -122,9 +121,8 @@ def test_the_stack_reads_the_gnn_it_is_given(small_run):
                                 graph=known), space)
     block = int(cfg.discover.block_pairs)
     logits = walk(space, gnn, 1, 0, block, keep=True, keep_dtype=np.float32).scores
-    fitted = stack.fit(split, triage.scores, ["with_gnn"], None, stack.NameCosine.of(gnn), int(cfg.seed))
-    d = dict(cfg.discover)
-    kept = walk(space, stack_blocks(d, fitted, "with_gnn", space, stack.Kept(logits), gnn), 1, 0, block, keep=True).scores
-    fresh = walk(space, stack_blocks(d, fitted, "with_gnn", space, stack.Memo(gnn), gnn), 1, 0, block, keep=True).scores
+    fitted = stack.fit(split, triage.scores, ["with_gnn"], None, gnn, int(cfg.seed))
+    kept = walk(space, fitted.scorer("with_gnn", space, stack.Kept(logits)), 1, 0, block, keep=True).scores
+    fresh = walk(space, fitted.scorer("with_gnn", space, stack.Memo(gnn)), 1, 0, block, keep=True).scores
     np.testing.assert_array_equal(kept, fresh)
     assert len(np.unique(kept)) > 10  # a ranking, not a constant

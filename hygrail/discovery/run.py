@@ -144,8 +144,8 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     fitted = None
     if d.get("stack"):  # the stacked head, fit on the split's held-out transitions (hygrail/discovery/stack.py)
         t0 = time.perf_counter()
-        fitted = stack.fit(split, triage.scores, list(d["stack"]), d.get("compatible") if (d.get("compatible") or {})
-                           .get("via") else None, stack.NameCosine.of(gnn), seed)
+        compatible = d.get("compatible") if (d.get("compatible") or {}).get("via") else None
+        fitted = stack.fit(split, triage.scores, list(d["stack"]), compatible, gnn, seed)
         metrics |= fitted.metrics()
         timer["stack_fit"] = time.perf_counter() - t0
 
@@ -206,7 +206,7 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
         timer["evaluate"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     memo = stack.Memo(gnn)  # the per-entity rows score each block once for the GNN and the stack
-    stacked = {f"stack_{v}": (stack.VARIANTS[v], stack_blocks(d, fitted, v, space, memo, gnn)) for v in fitted.models} \
+    stacked = {f"stack_{v}": (stack.VARIANTS[v], fitted.scorer(v, space, memo)) for v in fitted.models} \
         if fitted is not None and future is not None else {}
     result.entities = named_sections(future, memo, stacked)
     if result.entities is not None:
@@ -524,8 +524,7 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
         scores[b] = walked(lambda b=b: entities.BASELINES[b][1](graph, space, entities.baseline_options(d)),
                            entities.BASELINES[b][0])
     for v in (fitted.models if fitted is not None else {}):  # the GNN's kept logits, block by block in walk order
-        scores[f"stack_{v}"] = walked(lambda v=v: stack_blocks(d, fitted, v, space, stack.Kept(w.scores), gnn),
-                                      stack.VARIANTS[v])
+        scores[f"stack_{v}"] = walked(lambda v=v: fitted.scorer(v, space, stack.Kept(w.scores)), stack.VARIANTS[v])
     if space.size <= int(d["eval_max_pairs"]):
         pa = walk(space, PreferentialAttachment(graph, space), 1, seed, block, keep=True).scores
         scores["novelty"], scores["degree_adjusted"] = novelty_scores(
@@ -571,13 +570,6 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
         metrics |= {f"retro_{key[row['method']]}_{k}": float(v) for k, v in row.items()
                     if k not in ("method", "horizon", "min_degree", "min_count", "n_candidates")}
     return result, curves, metrics
-
-
-def stack_blocks(d: dict, fitted, variant: str, space: CandidateSpace, gnn_block, gnn: GNNBlocks):
-    """A fitted stack variant over ``space``'s blocks (``stack.StackBlocks``); ``gnn_block``: the
-    block's GNN logits (``stack.Kept`` or ``stack.Memo``)."""
-    compatible = d.get("compatible") if (d.get("compatible") or {}).get("via") else None
-    return stack.StackBlocks(fitted, variant, space, gnn_block, gnn.probability, compatible, stack.NameCosine.of(gnn))
 
 
 def hygrail_scores(cfg: DictConfig, d: dict, space: CandidateSpace, src: np.ndarray, dst: np.ndarray, gnn: GNNBlocks,

@@ -59,7 +59,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from hygrail.baselines.structural import CHUNK, relation_adjacency
-from hygrail.baselines.transitions import PARAMS, PairFeatures, Predictor, graph_date
+from hygrail.baselines.transitions import PARAMS, PairFeatures, Predictor, _rowsum, graph_date
 from hygrail.descriptors import compatible_sets
 from hygrail.kg import KG, DataError, Relation
 
@@ -102,10 +102,6 @@ def top_k_cosine(profile: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray, k: 
 def _row_normalised(m: sp.csr_matrix) -> sp.csr_matrix:
     s = np.asarray(m.sum(axis=1)).ravel()
     return (sp.diags(np.divide(1.0, s, out=np.zeros_like(s), where=s > 0)) @ m).tocsr()
-
-
-def _rowsum(m: sp.spmatrix) -> np.ndarray:
-    return np.asarray(m.sum(axis=1), dtype=np.float64).ravel()
 
 
 class Neighbours:
@@ -153,64 +149,68 @@ class Neighbours:
 # -- the head ----------------------------------------------------------------------------------------
 class Features:
     """Every column of the head but the GNN's (``PairFeatures`` + ``Neighbours`` + ``name_cos``) of
-    ``graph`` at ``date``; ``names``: a ``(src, dst) -> cosine`` for listed pairs and
-    ``(src_block) -> S x D`` for a block over ``dst`` (None: no names)."""
+    ``graph`` at its date; ``names``: the GNN whose name cosine is read (``scoring.GNNBlocks.name_cosine``;
+    None: no names), ``dst``: the destinations a block spans."""
 
-    def __init__(self, graph: KG, relation: Relation, date: int, compatible: Mapping | None,
-                 names: "NameCosine | None", dst: np.ndarray | None = None):
+    def __init__(self, graph: KG, relation: Relation, compatible: Mapping | None, names=None,
+                 dst: np.ndarray | None = None):
         options = {"compatible": compatible} if compatible else {}
-        self.pair = PairFeatures(graph, relation, date, options, dst, option="discover.compatible")
+        self.pair = PairFeatures(graph, relation, graph_date(graph, relation), options, dst, option="discover.compatible")
         self.knn = Neighbours(graph, relation, compatible)
         self.cos, self.dst = names, dst
         self.names = (*self.pair.names, *self.knn.names, *(("name_cos",) if names is not None else ()))
+        self._last = (None, None)
 
     def pairs(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         parts = [self.pair.pairs(src, dst), self.knn.pairs(src, dst)]
         if self.cos is not None:
-            parts.append(self.cos.pairs(src, dst)[:, None].astype(np.float32))
+            parts.append(self.cos.name_cosine(src, dst)[:, None].astype(np.float32))
         return np.hstack(parts)
 
     def planes(self, src: np.ndarray) -> np.ndarray:
-        """F x S x D float32."""
-        extra = self.knn.block(src, self.dst) + ([self.cos.block(src)] if self.cos is not None else [])
-        return np.concatenate([self.pair.planes(src), np.stack(extra).astype(np.float32)], axis=0)
+        """F x S x D float32; the last block's kept (the per-entity evaluation asks each variant for
+        the same block in turn)."""
+        if self._last[0] is not src:
+            extra = self.knn.block(src, self.dst) + ([self.cos.name_cosine(src)] if self.cos is not None else [])
+            self._last = (src, np.concatenate([self.pair.planes(src), np.stack(extra).astype(np.float32)], axis=0))
+        return self._last[1]
 
 
-@dataclass
-class NameCosine:
-    """The names' cosine as the plus backbones read it (``scoring.GNNBlocks.name_cosine``)."""
-
-    pairs: Callable[[np.ndarray, np.ndarray], np.ndarray]
-    block: Callable[[np.ndarray], np.ndarray]
-
-    @classmethod
-    def of(cls, gnn) -> "NameCosine | None":
-        if gnn.name_cosine(np.zeros(1, np.int64)[:0], np.zeros(1, np.int64)[:0]) is None:
-            return None
-        return cls(lambda s, d: gnn.name_cosine(s, d), lambda s: gnn.name_cosine(s))
+def names_of(gnn):
+    """``gnn`` when its backbone reads names (its ``name_cosine`` answers), else None."""
+    none = np.zeros(0, np.int64)
+    return None if gnn is None or gnn.name_cosine(none, none) is None else gnn
 
 
 @dataclass
 class StackFit:
-    """The fitted heads (variant -> trees) and what the fit found."""
+    """The fitted heads (variant -> trees), what the fit found, and what scoring reads: the
+    compatibility option and the GNN (its probabilities, its names)."""
 
     models: dict[str, HistGradientBoostingClassifier]
-    names: tuple[str, ...]  # feature columns, the GNN's last in ``with_gnn``
     check: dict[str, float] = field(default_factory=dict)  # stack_check_*: fit on val rows, scored on test rows
     seconds: float = 0.0
+    compatible: Mapping | None = None
+    gnn: object = None
+    _features: tuple = (None, None)  # (space, its Features): built once, shared by every variant and walk
 
     def metrics(self) -> dict[str, float]:
         return self.check | {"stack_fit_seconds": self.seconds,
                              **{f"stack_{v}_trees": float(m.n_iter_) for v, m in self.models.items()}}
 
+    def scorer(self, variant: str, space, gnn_block: Callable | None = None) -> "StackBlocks":
+        """``variant`` over ``space``'s blocks, features read from ``space.kg`` (the cut graph);
+        ``gnn_block``: the block's GNN logits (``Kept`` in a whole-space walk, ``Memo`` per entity)."""
+        if self._features[0] is not space:
+            self._features = (space, Features(space.kg, space.relation, self.compatible, names_of(self.gnn), space.dst))
+        return StackBlocks(self.models[variant], variant, self._features[1], gnn_block, self.gnn.probability)
 
-def _rows(split, part: str, gnn_scores: np.ndarray, compatible, names) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """(features with the GNN's score last, labels, column names) of one held-out part, read from its graph."""
-    graph, rel = split.graph(part), split.relation
+
+def _rows(split, part: str, gnn_scores: np.ndarray, feats: Features) -> tuple[np.ndarray, np.ndarray]:
+    """(features with the GNN's score last, labels) of one held-out part, read from its graph."""
     df = split.part(part)
-    feats = Features(graph, rel, graph_date(graph, rel), compatible, names)
     x = feats.pairs(df["src"].to_numpy(), df["dst"].to_numpy())
-    return np.hstack([x, gnn_prob(gnn_scores)[:, None]]), df["label"].to_numpy(), (*feats.names, "gnn")
+    return np.hstack([x, gnn_prob(gnn_scores)[:, None]]), df["label"].to_numpy()
 
 
 def gnn_prob(p: np.ndarray) -> np.ndarray:
@@ -219,16 +219,21 @@ def gnn_prob(p: np.ndarray) -> np.ndarray:
     return np.asarray(p, dtype=np.float32)
 
 
-def fit(split, triage_scores, variants: Sequence[str], compatible: Mapping | None = None, names=None,
+def fit(split, triage_scores, variants: Sequence[str], compatible: Mapping | None = None, gnn=None,
         seed: int = 0) -> StackFit:
     """Fit each variant (``VARIANTS``) on the split's held-out parts (module docstring); the check
-    first: fit on validation, AUC / AP on test, for the GNN alone and each variant."""
+    first: fit on validation, AUC / AP on test, for the GNN alone and each variant. ``gnn``: the
+    ``scoring.GNNBlocks`` whose names (if it reads them) and probabilities the head reads."""
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
         raise DataError(f"discover.stack={list(variants)}: expected some of {list(VARIANTS)} (or [] for no stack)")
     t0 = time.perf_counter()
-    x_val, y_val, cols_ = _rows(split, "val", triage_scores.val, compatible, names)
-    x_test, y_test, _ = _rows(split, "test", triage_scores.test, compatible, names)
+    val_graph, test_graph = split.graph("val"), split.graph("test")
+    feats = Features(val_graph, split.relation, compatible, names_of(gnn))
+    x_val, y_val = _rows(split, "val", triage_scores.val, feats)
+    if test_graph is not val_graph:  # without a test graph of its own the test part reads the same graph
+        feats = Features(test_graph, split.relation, compatible, names_of(gnn))
+    x_test, y_test = _rows(split, "test", triage_scores.test, feats)
     for part, y in (("val", y_val), ("test", y_test)):
         if len(np.unique(y)) < 2:
             raise DataError(f"discover.stack: the split's {part} part has {int(y.sum())} positives of {len(y)}; "
@@ -242,7 +247,7 @@ def fit(split, triage_scores, variants: Sequence[str], compatible: Mapping | Non
                   f"stack_check_{v}_ap": float(average_precision_score(y_test, s))}
     x, y = np.vstack([x_val, x_test]), np.concatenate([y_val, y_test])
     models = {v: _trees(x[:, columns(v, x.shape[1])], y, seed) for v in variants}
-    return StackFit(models, cols_, check, time.perf_counter() - t0)
+    return StackFit(models, check, time.perf_counter() - t0, compatible, gnn)
 
 
 def columns(variant: str, width: int) -> slice:
@@ -255,32 +260,23 @@ def _trees(x: np.ndarray, y: np.ndarray, seed: int) -> HistGradientBoostingClass
 
 
 class StackBlocks:
-    """A fitted variant over a candidate space's blocks: features read from ``space.kg`` (the cut
-    graph) at its date; ``gnn``: the block's GNN logits (S x D; ``with_gnn`` only: ``Kept`` in a
-    whole-space walk, ``Memo`` per entity block). Log-odds, each distinct coded row once
-    (``transitions.Predictor``)."""
+    """A fitted variant over a candidate space's blocks (``StackFit.scorer``): ``feats`` of the space's
+    graph; ``gnn``: the block's GNN logits (S x D; ``with_gnn`` only). Log-odds, each distinct coded
+    row once (``transitions.Predictor``)."""
 
-    def __init__(self, stack: StackFit, variant: str, space, gnn: Callable | None, probability: Callable,
-                 compatible: Mapping | None = None, names=None):
+    def __init__(self, model: HistGradientBoostingClassifier, variant: str, feats: Features, gnn: Callable | None,
+                 probability: Callable):
         if variant == "with_gnn" and gnn is None:
             raise ValueError("the with_gnn stack needs the GNN's block scores")
-        rel = space.relation
-        self.feats = Features(space.kg, rel, graph_date(space.kg, rel), compatible, names, space.dst)
-        self.model, self.variant, self.gnn, self.probability = stack.models[variant], variant, gnn, probability
-        self.width = len(self.feats.names) + (variant == "with_gnn")
-        self.predict = Predictor(self.model, self.width)
+        self.feats, self.variant, self.gnn, self.probability = feats, variant, gnn, probability
+        self.width = len(feats.names) + (variant == "with_gnn")
+        self.predict = Predictor(model, self.width)
 
     def __call__(self, block) -> np.ndarray:
         p = self.feats.planes(block.src)
         if self.variant == "with_gnn":
             p = np.concatenate([p, gnn_prob(self.probability(self.gnn(block)))[None]], axis=0)
-        flat = p.reshape(self.width, -1)
-        if not self.predict.exact:
-            return self.model.decision_function(flat.T).reshape(p.shape[1:])
-        key = np.zeros(p.shape[1:], dtype=np.int64)
-        for f in np.flatnonzero(self.predict.weight):
-            key += self.predict.code(f, p[f])
-        return self.predict.lookup(key.ravel(), lambda idx: flat[:, idx].T).reshape(key.shape)
+        return self.predict(p.reshape(self.width, -1).T).reshape(p.shape[1:])
 
 
 class Kept:
