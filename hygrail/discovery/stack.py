@@ -43,7 +43,8 @@ Features of a candidate (u, v), u of the relation's source type:
   logit on both sides (trees split on order only).
 
 Where the numbers come from: ``K`` = 20 neighbours, a common default of neighbourhood collaborative
-filtering (Herlocker et al., SIGIR 1999, found 20-50 best on MovieLens), not tuned here; the trees
+filtering (Herlocker et al., SIGIR 1999; their exact best range is quoted from memory, not checked),
+chosen before any run and not tuned here; the trees
 are ``transitions.PARAMS`` (sklearn's defaults, early stopping on 10% of the rows), not tuned.
 """
 
