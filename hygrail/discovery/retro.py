@@ -285,8 +285,9 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
     sort per method (its scores over the candidates pre-ordered by the tiebreak), then each
     condition's ROC-AUC (Mann-Whitney, ties counted half) and AP (sklearn's: one threshold per
     distinct score) from the answers' positions and the tie groups of the sorted scores, in
-    O(answers) each; ``tests/test_discover_eval.py`` checks both against sklearn. Held throughout:
-    ~17 B per candidate (pairs, positions and degrees as int32); per method ~32 B more at its peak."""
+    O(answers log candidates) each; ``tests/test_discover_eval.py`` checks both against sklearn. Held
+    throughout: ~17 B per candidate (pairs, positions and degrees as int32); per method at its sort
+    ~20 B more for float32 scores (~28 B for float64)."""
     horizons, min_degrees, min_counts = grid["horizons"], grid["min_degrees"], grid["min_counts"]
     src, dst = np.asarray(src), np.asarray(dst)
     n = len(src)
@@ -323,9 +324,13 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
     rows, bucket_rows, heads, curves = [], [], {}, {}
     top = max(ks)
     for name, given in scores.items():
-        s = np.asarray(given() if callable(given) else given, dtype=np.float64)
+        s = np.asarray(given() if callable(given) else given)
+        # float32 scores stay float32 (a float64 copy is 8 B a candidate more); other kinds compare as float64
+        s = s if s.dtype.kind == "f" else s.astype(np.float64)
         if len(s) != n:
             raise ValueError(f"retrospective: {name} has {len(s)} scores for {n} candidates")
+        if np.isnan(s).any():
+            raise ValueError(f"retrospective: {name} has NaN scores; a ranking needs every candidate scored")
         t = s[tie_order]
         np.negative(t, out=t)  # descending, stable: equal scores keep the tiebreak's order
         order = tie_order[np.argsort(t, kind="stable").astype(index)]
@@ -333,18 +338,22 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
         for d in min_degrees:
             keep = None if d <= 0 else min_deg >= d
             od = order if keep is None else order[keep[order]]
-            sd = s[od]
-            change = np.flatnonzero(sd[1:] != sd[:-1]) + 1
-            starts, ends = np.concatenate([[0], change]), np.concatenate([change, [len(od)]])
-            del sd, change
+            neg = s[od]
+            np.negative(neg, out=neg)  # ascending: each answer's tie group found by two binary searches
             ranks = np.flatnonzero(is_answer[od])  # positions of the answers in this list, ascending
             which = sorted_pos[np.searchsorted(a_pos[sorted_pos], od[ranks])]  # the answer at each
+            # the tie group [start, end) of each answer, not of every candidate: all groups' bounds are
+            # 3 int64 arrays of the list's length for continuous scores (1.4 GB on HPO)
+            starts = np.searchsorted(neg, neg[ranks], side="left")
+            ends = np.searchsorted(neg, neg[ranks], side="right")
+            del neg
             for h in horizons:
                 for c in min_counts:
-                    r = ranks[labels_for[(h, c)][which]]
+                    m = labels_for[(h, c)][which]
+                    r = ranks[m]
                     rows.append({"method": name, "horizon": h, "min_degree": d, "min_count": c,
                                  "n_candidates": len(od), "n_answers": len(r)}
-                                | _auc_ap(r, starts, ends, len(od)) | _at_k(r, len(r), ks))
+                                | _auc_ap(r, starts[m], ends[m], len(od)) | _at_k(r, len(r), ks))
                     if (h, d, c) == head:
                         curves[name] = np.cumsum(np.bincount(r[r < top], minlength=top)[:top]) / np.arange(1, top + 1)
                         if keep_head:
@@ -364,13 +373,14 @@ def _chunked(n: int, dtype, fn: Callable[[slice], np.ndarray], chunk: int = 1 <<
 
 
 def _auc_ap(ranks: np.ndarray, starts: np.ndarray, ends: np.ndarray, n: int) -> dict[str, float]:
-    """Exact ROC-AUC and AP of a sorted list whose answers sit at ``ranks`` (ascending), the list's
-    equal scores forming the groups [starts[g], ends[g]); NaN when one class is missing."""
+    """Exact ROC-AUC and AP of a sorted list whose answers sit at ``ranks`` (ascending), the answer
+    at ``ranks[i]`` in the group of equal scores [starts[i], ends[i]); NaN when one class is missing."""
     p = len(ranks)
     if p == 0 or p == n:
         return {"auc": float("nan"), "ap": float("nan")}
-    g, pos_g = np.unique(np.searchsorted(starts, ranks, side="right") - 1, return_counts=True)
-    end, size = ends[g], ends[g] - starts[g]
+    start, first, pos_g = np.unique(starts, return_index=True, return_counts=True)
+    end = ends[first]
+    size = end - start
     cum_pos = np.cumsum(pos_g)
     neg_below = (n - p) - (end - cum_pos)  # negatives scored strictly lower than the group
     auc = float(np.sum(pos_g * (neg_below + 0.5 * (size - pos_g))) / (p * (n - p)))
