@@ -116,7 +116,7 @@ def both_orders(tmp_path_factory):
     out = {}
     with ScriptedServer(default=Reply(ok_review("yes", 0.9, "Shared mechanism."))) as server:
         common = ["discover.cutoff=2020", "discover.top_k=30", "discover.review_budget.val=8",
-                  "discover.review_budget.candidates=6", "discover.review_budget.test=4"]
+                  "discover.review_budget.candidates=6", "discover.review_budget.test=4", "discover.stack=[with_gnn]"]
         cfg = _cfg(tmp, *common, url=server.base_url)
         known = load_kg(plain(cfg.data), cutoff=2020).until(2020)
         _, split = build_split(cfg, known)
@@ -249,5 +249,8 @@ def test_the_report_shows_the_order_and_where_the_list_differs(both_orders):
     assert paired["HyGRAIL - GNN"] == result.metrics["retro_hygrail_minus_gnn_precision_at_6"]
     head = result.retro.headline_rows()
     for k in (10, 50):
-        p = {m: head.filter(pl.col("method") == m)[f"precision_at_{k}"][0] for m in ("GNN", "HyGRAIL")}
+        p = {m: head.filter(pl.col("method") == m)[f"precision_at_{k}"][0] for m in ("GNN", "HyGRAIL", "Stack (trees + GNN)")}
         assert result.metrics[f"retro_hygrail_minus_gnn_precision_at_{k}"] == pytest.approx(p["HyGRAIL"] - p["GNN"])
+        # the reviewed list against the stacked ranker's own list, paired on the same answers
+        assert result.metrics[f"retro_hygrail_minus_stack_with_gnn_precision_at_{k}"] == pytest.approx(
+            p["HyGRAIL"] - p["Stack (trees + GNN)"])

@@ -565,6 +565,9 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
         metrics |= {f"retro_hygrail_minus_gnn_precision_at_{row['K']}": row["HyGRAIL - GNN"],
                     f"retro_hygrail_gained_at_{row['K']}": float(row["gained"]),
                     f"retro_hygrail_lost_at_{row['K']}": float(row["lost"])}
+    for v in (fitted.models if fitted is not None and reviewed else {}):  # the reviewed list against the stacked ranker's
+        for row in paired_precision(order, result.heads[stack.VARIANTS[v]], y, paired["K"]).iter_rows(named=True):
+            metrics[f"retro_hygrail_minus_stack_{v}_precision_at_{row['K']}"] = row["HyGRAIL - GNN"]
     key = {label: k for k, label in labels.items()}
     for row in result.headline_rows().iter_rows(named=True):
         metrics |= {f"retro_{key[row['method']]}_{k}": float(v) for k, v in row.items()
