@@ -303,6 +303,13 @@ def test_hits_recall_and_all_at_k_by_hand():
     assert row["hits_at_2_se"] == pytest.approx(0.5) and row["recall_at_2_se"] == pytest.approx(0.25)
     best, k, gains = entities.lift({"gnn": found["m"], "tsh": found["m"], "m": 0 * found["m"]}, ["m"], (1, 2, 5))
     assert (best, k) == ("m", 5) and gains["gnn_lift_hits_at_5"] == 0.5 and gains["tsh_lift_hits_at_5_se"] == 0.5
+    # equal scores: the seeded tiebreak orders them, as ``space.ranking`` orders the whole space
+    for seed in range(5):
+        _, _, tied = entities.found_at(space, {"m": lambda block: np.ones(block.valid.shape)}, np.array([a0, a0, a1]),
+                                       np.array([b[1], b[4], b[0]]), (1, 2, 5), seed=seed, block_pairs=6)
+        for i, (s, answers) in enumerate(((a0, {b[1], b[4]}), (a1, {b[0]}))):
+            order = b[ranking(np.ones(6), np.full(6, s), b, seed)]
+            assert tied["m"][i].tolist() == [len(answers & set(order[:k].tolist())) for k in (1, 2, 5)]
 
 
 def test_discovery_report_has_a_section_per_entity(tmp_path):

@@ -126,3 +126,12 @@ def test_the_stack_reads_the_gnn_it_is_given(small_run):
     fresh = walk(space, fitted.scorer("with_gnn", space, stack.Memo(gnn)), 1, 0, block, keep=True).scores
     np.testing.assert_array_equal(kept, fresh)
     assert len(np.unique(kept)) > 10  # a ranking, not a constant
+    # the per-entity rows read the same logits back for any block of sources (here every other one)
+    src_all, _ = space.pairs(block)
+    rows = stack.Rows(logits, space.src, src_all, lambda b: pytest.fail("no cold-start source in this block"))
+    some = space.block(space.src[::2])
+    np.testing.assert_allclose(rows(some)[some.valid], gnn(some)[some.valid], rtol=1e-5, atol=1e-6)
+    assert rows(some).shape == some.valid.shape and (rows(some)[~some.valid] == 0).all()
+    outside = np.setdiff1d(np.arange(known.num_nodes), space.src)
+    cold = space.block(np.concatenate([space.src[:1], outside[:1]]))
+    assert stack.Rows(logits, space.src, src_all, lambda b: "fallback")(cold) == "fallback"

@@ -432,13 +432,19 @@ def found_at(space: CandidateSpace, scorers: Mapping[str, Scorer], future_src: n
     for lo in tqdm(range(0, len(sources), size), desc=f"rank {len(sources):,} entities' candidates", unit="block",
                    leave=False):
         block = space.block(sources[lo : lo + size])
-        labels = answers[block.src][:, space.dst].toarray() > 0
+        row, col = np.nonzero(answers[block.src][:, space.dst].toarray() > 0)
         tie = tiebreak(np.repeat(block.src, len(space.dst)), np.tile(space.dst, len(block.src)), seed)
         tie = tie.reshape(block.valid.shape)
         for name, score in scorers.items():
             s = np.where(block.valid, np.asarray(score(block), dtype=np.float64), -np.inf)
-            order = np.lexsort((tie, -s), axis=-1)  # each row as ``space.ranking`` orders it; non-candidates last
-            found[name].append(np.cumsum(np.take_along_axis(labels, order, axis=1), axis=1)[:, cols])
+            # each answer's rank in its row as ``space.ranking`` orders it (score, then tiebreak;
+            # non-candidates last): a few answers a row, so comparing each with its row is much
+            # cheaper than sorting every row
+            mine, t = s[row, col][:, None], tie[row, col][:, None]
+            rank = np.count_nonzero((s[row] > mine) | ((s[row] == mine) & (tie[row] < t)), axis=1)
+            hit = np.zeros((len(block.src), len(cols)), dtype=np.int64)
+            np.add.at(hit, row, rank[:, None] <= cols[None, :])
+            found[name].append(hit)
     n_answers = np.asarray(answers[sources].sum(axis=1)).ravel()
     return sources, n_answers, {name: np.concatenate(f) if f else np.zeros((0, len(ks))) for name, f in found.items()}
 

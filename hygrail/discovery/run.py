@@ -198,14 +198,18 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     if w.lists is not None:
         result.lists = entity_lists(w.lists, known, gnn, exact)
         metrics["discover_entity_lists"] = float(result.lists["left_id"].n_unique())
+    rows = gnn
     if future is not None:
         t0 = time.perf_counter()
+        src, dst = space.pairs(int(d["block_pairs"]), dtype=np.int32)
         result.retro, result.curves, retro_metrics = evaluate(cfg, d, split, space, gnn, band, w, reviewed,
-                                                               decisions, future, kg.num_nodes, gamma, fitted)
+                                                               decisions, future, src, dst, gamma, fitted)
+        rows = stack.Rows(w.scores, space.src, src, gnn)  # the per-entity rows: the whole-space list's own
+        del src, dst
         metrics |= retro_metrics
         timer["evaluate"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    memo = stack.Memo(gnn)  # the per-entity rows score each block once for the GNN and the stack
+    memo = stack.Memo(rows)  # the per-entity rows read each block once for the GNN and the stack
     stacked = {f"stack_{v}": (stack.VARIANTS[v], fitted.scorer(v, space, memo)) for v in fitted.models} \
         if fitted is not None and future is not None else {}
     result.entities = named_sections(future, memo, stacked)
@@ -491,7 +495,8 @@ def entity_cards(cfg: DictConfig, split, triage, band: Band, report: entities.En
 
 
 def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlocks, band: Band, w, reviewed: list,
-             decisions: np.ndarray, future, n_nodes: int, fit=None, fitted: "stack.StackFit | None" = None):
+             decisions: np.ndarray, future, src: np.ndarray, dst: np.ndarray, fit=None,
+             fitted: "stack.StackFit | None" = None):
     """Every ranking of the whole candidate space under every condition of the retrospective grid
     (``retro``), exactly over every candidate: (``retro.Retrospective``, the headline's precision@k
     curves, metrics). The rankings, all read from the cut graph (``space.kg``), as the GNN's: the
@@ -504,10 +509,9 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
     (e.g. precursor popularity), compatible popularity, the learned baselines), and, up to
     ``discover.eval_max_pairs`` candidates, the GNN's novelty-aware and degree-adjusted scores
     (``novelty``: a graph distance per pair, too slow beyond). Each method is scored by one walk
-    when its turn comes and freed after (``retro.retrospective``)."""
+    when its turn comes and freed after (``retro.retrospective``). ``src``, ``dst``: ``space.pairs()``."""
     seed, block = int(cfg.seed), int(d["block_pairs"])
     graph = space.kg
-    src, dst = space.pairs(block, dtype=np.int32)
 
     def walked(make, label):
         return lambda: walk(space, make(), 1, seed, block, keep=True, desc=label).scores
