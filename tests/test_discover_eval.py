@@ -73,6 +73,13 @@ def test_horizons_degrees_and_counts_select_the_documented_pairs():
     anti = t.filter((pl.col("method") == "anti") & (pl.col("horizon") == 5) & (pl.col("min_degree") == 0)
                     & (pl.col("min_count") == 1)).row(0, named=True)
     assert anti["auc"] == 0.0 and anti["precision_at_4"] == 0.0
+    # each headline (3-year) answer's place in the list: the oracle ties its four 5-year answers first
+    # (positions 0-3 of 10: middle 1.5), the anti-oracle last (6-9: 7.5); the 5-year-only one is no
+    # headline answer
+    for method, place in (("oracle", 0.15), ("anti", 0.75)):
+        p = r.places[method]
+        assert len(p) == int((year > 0).sum()) and np.isnan(p).sum() == len(p) - 3
+        assert p[~np.isnan(p)] == pytest.approx([place] * 3)
     # at horizon 1 the 5-year oracle ties its 4 answers (1 a true one): AUC by sklearn's ties
     one = t.filter((pl.col("method") == "oracle") & (pl.col("horizon") == 1) & (pl.col("min_count") == 1)
                    & (pl.col("min_degree") == 0)).row(0, named=True)

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 import scipy.sparse as sp
 
-from hygrail.discovery import stack
+from hygrail.discovery import entities, stack
 from hygrail.discovery.space import CandidateSpace
 from hygrail.kg import KG, DataError, Relation, Schema
 
@@ -101,6 +101,17 @@ def test_the_stack_ranks_the_whole_space_and_each_entity(small_run):
         assert f"retro_entity_stack_{v}_hits_at_10" in m and f"retro_entity_stack_{v}_lift_hits_at_10" in m
         assert 0 < m[f"stack_check_{v}_auc"] < 1 and m[f"stack_{v}_trees"] >= 1
     assert "Stack (trees + GNN)" in result.entities.note
+    # the error analysis' inputs: each answer's place in every list (1 - its mean is the AUC up to the
+    # answers' order among themselves), each entity's hits@10 (its mean is the table's)
+    answers = result.retro.answers.drop_nulls("place GNN")
+    p, n = answers.height, m["discover_candidates"]
+    for v, label in stack.VARIANTS.items():
+        assert abs(1 - answers[f"place {label}"].mean() - m[f"retro_stack_{v}_auc"]) <= p / n
+    assert (answers["right_relation_degree"] >= 0).all() and answers["left"].dtype == pl.String
+    each = result.entities.each.filter(pl.col("entities known") == entities.KNOWN_ROW)
+    assert each.height == m["retro_entity_sources"] and each["answers"].sum() == m["retro_entity_answers"]
+    for v, label in stack.VARIANTS.items():
+        assert each[f"hits@10 {label}"].mean() == pytest.approx(m[f"retro_entity_stack_{v}_hits_at_10"])
 
 
 def test_the_stack_reads_the_gnn_it_is_given(small_run):
@@ -135,3 +146,24 @@ def test_the_stack_reads_the_gnn_it_is_given(small_run):
     outside = np.setdiff1d(np.arange(known.num_nodes), space.src)
     cold = space.block(np.concatenate([space.src[:1], outside[:1]]))
     assert stack.Rows(logits, space.src, src_all, lambda b: "fallback")(cold) == "fallback"
+
+
+def test_error_analysis_reads_a_cell(small_run, tmp_path):
+    """bench/error_analysis.py on a written cell: the best baseline and where the difference lies."""
+    import subprocess
+    import sys
+    from dataclasses import replace
+    from pathlib import Path
+
+    import hygrail.discovery.run as run
+
+    _, result = small_run
+    folder = run.write_report(replace(result, out=tmp_path / "cell"))
+    script = Path(__file__).resolve().parents[1] / "bench" / "error_analysis.py"
+    done = subprocess.run([sys.executable, str(script), str(folder)], capture_output=True, text=True, check=True)
+    answers = result.retro.answers.drop_nulls("place GNN")
+    ours = 1 - answers["place Stack (trees + GNN)"].mean()
+    assert f"whole space: {answers.height:,} answers; ours = Stack (trees + GNN): 1 - mean place {ours:.4f}" in done.stdout
+    assert "share of the difference" in done.stdout and "per entity (known at the cutoff)" in done.stdout
+    bad = subprocess.run([sys.executable, str(script), str(folder), "--ours", "Oracle"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "no column 'place Oracle'" in bad.stderr

@@ -449,6 +449,21 @@ def found_at(space: CandidateSpace, scorers: Mapping[str, Scorer], future_src: n
     return sources, n_answers, {name: np.concatenate(f) if f else np.zeros((0, len(ks))) for name, f in found.items()}
 
 
+def per_entity(space: CandidateSpace, sources: np.ndarray, n_answers: np.ndarray, found: Mapping[str, np.ndarray],
+               labels: Mapping[str, str], ks: Sequence[int], row: str) -> pl.DataFrame:
+    """One row per entity of ``found_at``: its name, ``row`` (known or new), answers, its relation
+    degree and all-edge degree in the cut graph, and whether each method has an answer in its top 10
+    (else the largest k): where a ranking loses per entity, and to what (``bench/error_analysis.py``)."""
+    j = list(ks).index(10) if 10 in ks else len(ks) - 1
+    kg = space.kg
+    edges = kg.relation_edges(space.relation)["src"].to_numpy()
+    return pl.DataFrame({"id": sources, "entity": [kg.label(int(u)) for u in sources], "entities known": row,
+                         "answers": n_answers.astype(np.int64),
+                         "relation_degree": np.bincount(edges, minlength=kg.num_nodes)[sources],
+                         "degree": np.asarray(kg.degree)[sources]}
+                        | {f"hits@{ks[j]} {labels[m]}": (f[:, j] > 0).astype(np.int8) for m, f in found.items()})
+
+
 def _mean_se(x: np.ndarray) -> tuple[float, float]:
     x = np.asarray(x, dtype=np.float64)
     return float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
@@ -492,6 +507,7 @@ class EntityReport:
     retro: pl.DataFrame | None = None  # one row per method (cutoff only)
     note: str = ""  # what the retrospective rows are over
     metrics: dict[str, float] | None = None
+    each: pl.DataFrame | None = None  # one row per evaluated entity: its row, answers, degree, each method's hits@10 (``per_entity``)
 
 
 def options(d: Mapping, space: CandidateSpace) -> list[Entity]:
@@ -540,6 +556,7 @@ def entity_report(d: Mapping, wanted: Sequence[Entity], space: CandidateSpace, g
     if not len(sources):
         return report
     report.retro = summarise(n_answers, found, labels, ks).with_columns(pl.lit(KNOWN_ROW).alias("entities known"))
+    report.each = per_entity(space, sources, n_answers, found, labels, ks, KNOWN_ROW)
     report.metrics |= {"retro_entity_sources": float(len(sources)), "retro_entity_answers": float(n_answers.sum())}
     for name, row in zip(found, report.retro.drop("method", "entities", "entities known").iter_rows(named=True)):
         report.metrics |= {f"retro_entity_{name}_{k}": v for k, v in row.items()}
@@ -552,6 +569,7 @@ def entity_report(d: Mapping, wanted: Sequence[Entity], space: CandidateSpace, g
         if names:
             report.metrics |= {f"retro_entity_new_{key}": v for key, v in lift(found_new, names, ks, learned)[2].items()}
         report.retro = pl.concat([report.retro, rows])
+        report.each = pl.concat([report.each, per_entity(space, new, n_new, found_new, labels, ks, NEW_ROW)])
     report.note = (f"{len(sources):,} {schema.display_name(rel.src)} entities gain {int(n_answers.sum()):,} "
                    f"{rel.label} edges after the cutoff (between nodes known by then); each method ranks all of "
                    f"an entity's candidates; mean ± standard error over the entities.")
@@ -666,7 +684,7 @@ MARKERS = {"hypotheses.md": "## Ranked hypotheses", "index.html": "<h2>Ranked hy
 
 def add_to_report(report: EntityReport, out: Path) -> None:
     """The sections into ``out``'s hypotheses.md and index.html; the retrospective table also as
-    ``retrospective_entities.csv``."""
+    ``retrospective_entities.csv``, its rows entity by entity as ``retrospective_per_entity.csv``."""
     for name, fragment in (("hypotheses.md", markdown(report) + "\n"), ("index.html", to_html(report))):
         page = (out / name).read_text()
         if MARKERS[name] not in page:
@@ -675,3 +693,5 @@ def add_to_report(report: EntityReport, out: Path) -> None:
         (out / name).write_text(page.replace(MARKERS[name], fragment + MARKERS[name], 1))
     if report.retro is not None:
         report.retro.write_csv(out / "retrospective_entities.csv")
+    if report.each is not None:
+        report.each.write_csv(out / "retrospective_per_entity.csv")

@@ -246,6 +246,12 @@ class Retrospective:
     order: str = "paper"  # the HyGRAIL list scored (``ORDERS``)
     heads: dict = field(default_factory=dict)  # method -> its first positions at the headline (``keep_head``)
     curves: dict = field(default_factory=dict)  # method -> precision@k, k = 1..max(ks), at the headline
+    # method -> each answer's place in its list at the headline, as a fraction (0 = first, ties at their
+    # group's middle; NaN: not a headline answer), in the order of the answers given: its mean over the
+    # answers is 1 - AUC up to the answers' order among themselves, so a subset's mean says where a method
+    # loses AUC (``run.answers_table``)
+    places: dict = field(default_factory=dict)
+    answers: pl.DataFrame | None = None  # one row per answer with its ``places`` (``run.answers_table``)
 
     def headline_rows(self) -> pl.DataFrame:
         h, d, c = self.headline
@@ -321,7 +327,7 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
     bucket = _chunked(n, np.int8, lambda i: np.searchsorted(edges, product[i], side="left"))
     del product
     labels_for = {(h, c): (a_year <= cutoff + h) & (a_count >= c) for h in horizons for c in min_counts}
-    rows, bucket_rows, heads, curves = [], [], {}, {}
+    rows, bucket_rows, heads, curves, places = [], [], {}, {}, {}
     top = max(ks)
     for name, given in scores.items():
         s = np.asarray(given() if callable(given) else given)
@@ -356,12 +362,14 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
                                 | _auc_ap(r, starts[m], ends[m], len(od)) | _at_k(r, len(r), ks))
                     if (h, d, c) == head:
                         curves[name] = np.cumsum(np.bincount(r[r < top], minlength=top)[:top]) / np.arange(1, top + 1)
+                        places[name] = np.full(len(a_pos), np.nan)
+                        places[name][which[m]] = (starts[m] + ends[m] - 1) / 2 / len(od)
                         if keep_head:
                             heads[name] = od[:keep_head].copy()
                         bucket_rows += _buckets(name, od, r, bucket, product_of, len(edges) + 1, ks)
             del od, starts, ends
         del s, order
-    return Retrospective(pl.DataFrame(rows), pl.DataFrame(bucket_rows), head, heads=heads, curves=curves)
+    return Retrospective(pl.DataFrame(rows), pl.DataFrame(bucket_rows), head, heads=heads, curves=curves, places=places)
 
 
 def _chunked(n: int, dtype, fn: Callable[[slice], np.ndarray], chunk: int = 1 << 22) -> np.ndarray:

@@ -556,7 +556,8 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
     paired = paired_precision(order, gnn_order, y, [*ks, *([budget] if budget else [])])
     paired = paired.with_columns(pl.when(pl.col("K") == budget).then(pl.lit("= review budget")).otherwise(pl.lit(""))
                                  .alias("K is"))
-    result = dataclasses.replace(result, paired=paired, order=d.get("order", "paper"))
+    result = dataclasses.replace(result, paired=paired, order=d.get("order", "paper"),
+                                 answers=answers_table(space, future, result.places))
     curves = result.curves
     metrics = {"retro_future_edges": float(len(future.src)), "retro_future_unreachable": float(future.unreachable),
                "retro_future_implied": float(future.implied), "retro_undated_excluded": float(future.undated),
@@ -577,6 +578,23 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
         metrics |= {f"retro_{key[row['method']]}_{k}": float(v) for k, v in row.items()
                     if k not in ("method", "horizon", "min_degree", "min_count", "n_candidates")}
     return result, curves, metrics
+
+
+def answers_table(space: CandidateSpace, future, places: dict[str, np.ndarray]) -> pl.DataFrame:
+    """One row per answer (a future edge): its ends, year, each end's relation degree and all-edge
+    degree in the cut graph, and each method's place in its whole-space list (``retro.Retrospective.places``;
+    0 = first). Where a method loses AUC against another shows in the rows where its place is worse
+    (``bench/error_analysis.py``)."""
+    kg, rel = space.kg, space.relation
+    edges = kg.relation_edges(rel)
+    n = kg.num_nodes
+    rel_degree = np.bincount(edges["src"].to_numpy(), minlength=n) + np.bincount(edges["dst"].to_numpy(), minlength=n)
+    src, dst = np.asarray(future.src), np.asarray(future.dst)
+    return pl.DataFrame({"left_id": src, "right_id": dst, "left": [kg.label(int(u)) for u in src],
+                         "right": [kg.label(int(v)) for v in dst], "year": np.asarray(future.year),
+                         "left_relation_degree": rel_degree[src], "right_relation_degree": rel_degree[dst],
+                         "left_degree": np.asarray(kg.degree)[src], "right_degree": np.asarray(kg.degree)[dst]}
+                        | {f"place {name}": p for name, p in places.items()})
 
 
 def hygrail_scores(cfg: DictConfig, d: dict, space: CandidateSpace, src: np.ndarray, dst: np.ndarray, gnn: GNNBlocks,
@@ -735,6 +753,8 @@ def write_report(result: Discovery) -> Path:
                                         f">= {cnt} reference(s)").savefig(figure, dpi=120)
         result.retro.table.write_csv(out / "retrospective.csv")
         result.retro.buckets.write_csv(out / "retrospective_buckets.csv")
+        if result.retro.answers is not None:
+            result.retro.answers.write_csv(out / "retrospective_answers.csv")
     write_table(result.table, out)
     write_markdown(result.table, result.summary, result.retro, out)
     write_html(result.table, result.summary, result.retro, figure, out)
