@@ -41,9 +41,10 @@ CUTOFF ?= 2020
 discover: $(VENV)/.model ## ranked CHM-APL hypotheses with evidence cards (HTML), scored against edges dated after CUTOFF=2020; embedded reviewer
 	$(PYTHON) -m hygrail.sweep task=discover relation=chm_apl backbone=rgcn llm=embedded llm.embedded.threads=1 llm.reasoning=clause llm.max_tokens=48 discover.cutoff=$(if $(CUTOFF),$(CUTOFF),null)
 
-# make retro DATA=hpo CUTOFF=2015 | DATA=synthesis_recipes CUTOFF=2014: the whole-graph retrospective (issue #34)
+# make retro DATA=hpo CUTOFF=2015 | DATA=synthesis_recipes CUTOFF=2014: the whole-graph retrospective (issue #34);
+# ARGS naming a review_budget install the embedded judge first (its reviews start after minutes of scoring)
 RETRO_DATA = $(if $(filter hpo synthesis_recipes,$(DATA)),$(DATA),$(error make retro: DATA=$(DATA); expected hpo or synthesis_recipes))
-retro: $(VENV)/.installed ## whole-graph retrospective discovery (DATA=hpo|synthesis_recipes CUTOFF=year): every ranking from the cut graph, exact AUC/AP, per entity; experiments/discovery.md
+retro: $(VENV)/.installed $(if $(findstring review_budget,$(ARGS)),$(VENV)/.model) ## whole-graph retrospective discovery (DATA=hpo|synthesis_recipes CUTOFF=year): every ranking from the cut graph, exact AUC/AP, per entity; experiments/discovery.md
 	$(PYTHON) -m hygrail.sweep experiment=retro_$(RETRO_DATA) $(if $(CUTOFF),discover.cutoff=$(CUTOFF)) $(ARGS)
 
 test: $(VENV)/.installed ## fast tests (what CI runs)
@@ -147,7 +148,7 @@ bench: $(VENV)/.installed ## benchmarks: data layer, triage speed, evidence, rev
 bench-context: $(VENV)/.model ## the embedded judge's HPO band AUC per evidence context, the same pairs (N=150 VARIANTS=none,full; ~10 s/review)
 	$(PYTHON) bench/bench_context.py --n $(or $(N),150) --variants $(or $(VARIANTS),none,full) $(ARGS)
 
-bench-retro: $(VENV)/.installed ## whole-graph retrospective cells: wall time and peak RSS against <= 30 min, <= 4 GB (CELLS=hpo:2015,synthesis_recipes:2014)
+bench-retro: $(VENV)/.installed $(if $(findstring review_budget,$(ARGS)),$(VENV)/.model) ## whole-graph retrospective cells: wall time and peak RSS against <= 30 min, <= 4 GB (CELLS=hpo:2015,synthesis_recipes:2014)
 	$(PYTHON) bench/bench_retro.py $(if $(CELLS),--cells $(CELLS))
 
 # What the project writes under $(OUT), and nothing else: $(OUT) may be any folder ($$HYGRAIL_OUTPUTS).
