@@ -317,7 +317,11 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
     def product_of(i):
         return degree[src[i]].astype(np.float64) * degree[dst[i]]
 
-    product = _chunked(n, np.float64, product_of)
+    # exact in 4 bytes when every product fits (whole HPO: the product and its copy for the quantiles
+    # were 0.9 GB of the peak); float64 otherwise
+    top_deg = float(degree.max()) if len(degree) else 0.0
+    small = np.issubdtype(degree.dtype, np.integer) and top_deg * top_deg < 2**32
+    product = _chunked(n, np.uint32 if small else np.float64, product_of)
     values = product if head[1] <= 0 else product[min_deg >= head[1]]
     values = values.copy() if values is product else values  # np.quantile may reorder it
     edges = np.unique(np.quantile(values, np.arange(1, n_buckets) / n_buckets, overwrite_input=True)) \
@@ -338,14 +342,15 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
         if np.isnan(s).any():
             raise ValueError(f"retrospective: {name} has NaN scores; a ranking needs every candidate scored")
         t = s[tie_order]
+        del s  # from here the scores live in tie order only: a lazily computed method's array is freed
         np.negative(t, out=t)  # descending, stable: equal scores keep the tiebreak's order
-        order = tie_order[np.argsort(t, kind="stable").astype(index)]
-        del t
+        ix = np.argsort(t, kind="stable")
+        order = tie_order[ix]
+        sorted_neg = t[ix]  # ascending: each answer's tie group found by two binary searches
+        del t, ix
         for d in min_degrees:
-            keep = None if d <= 0 else min_deg >= d
-            od = order if keep is None else order[keep[order]]
-            neg = s[od]
-            np.negative(neg, out=neg)  # ascending: each answer's tie group found by two binary searches
+            keep = None if d <= 0 else min_deg[order] >= d  # per list position
+            od, neg = (order, sorted_neg) if keep is None else (order[keep], sorted_neg[keep])
             ranks = np.flatnonzero(is_answer[od])  # positions of the answers in this list, ascending
             which = sorted_pos[np.searchsorted(a_pos[sorted_pos], od[ranks])]  # the answer at each
             # the tie group [start, end) of each answer, not of every candidate: all groups' bounds are
@@ -368,7 +373,7 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
                             heads[name] = od[:keep_head].copy()
                         bucket_rows += _buckets(name, od, r, bucket, product_of, len(edges) + 1, ks)
             del od, starts, ends
-        del s, order
+        del sorted_neg, order
     return Retrospective(pl.DataFrame(rows), pl.DataFrame(bucket_rows), head, heads=heads, curves=curves, places=places)
 
 
