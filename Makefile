@@ -28,18 +28,23 @@ $(VENV)/.model: $(VENV)/.installed
 
 setup: $(VENV)/.installed ## create .venv and install the project (skipped when done)
 
-# make run DATA=hpo: the same comparison on a real KG (HPO disease-phenotype, real names; conf/experiment/default_run_hpo.yaml)
-RUN_EXPERIMENT = default_run$(if $(filter hpo,$(DATA)),_hpo,$(if $(DATA),$(error make run: DATA=$(DATA); expected nothing (synthetic MatKG) or DATA=hpo)))
-run: $(VENV)/.model ## the embedded default: GNN-only vs HyGRAIL-NE on synthetic MatKG (DATA=hpo: on real HPO annotations), CPU only
+# make run: GNN-only vs HyGRAIL on real HPO disease-phenotype annotations (conf/experiment/default_run_hpo.yaml;
+# DATA=hpo names it too); DATA=matkg_synthetic: the same comparison on the synthetic MatKG (conf/experiment/default_run.yaml)
+RUN_EXPERIMENT = default_run$(if $(filter matkg_synthetic,$(DATA)),,$(if $(filter-out hpo,$(DATA)),$(error make run: DATA=$(DATA); expected nothing or hpo (real HPO) or matkg_synthetic),_hpo))
+run: $(VENV)/.model ## the embedded default: GNN-only vs HyGRAIL-NE on real HPO annotations, 3,000-node sample (~9 min; DATA=matkg_synthetic: on the synthetic MatKG), CPU only
 	$(PYTHON) -m hygrail.sweep -m experiment=$(RUN_EXPERIMENT)
 	@# --latest: a scratch experiment; a rerun with other settings replaces the table rows
 	$(PYTHON) -m hygrail.report --experiment $(RUN_EXPERIMENT) --latest --out $(OUT)/report/$(RUN_EXPERIMENT)
 	@echo "Browse the runs: make ui  (MLflow UI on http://127.0.0.1:5000, experiment $(RUN_EXPERIMENT))"
 
-# make discover CUTOFF=   (empty): new hypotheses from the whole graph instead of the retrospective check
-CUTOFF ?= 2020
-discover: $(VENV)/.model ## ranked CHM-APL hypotheses with evidence cards (HTML), scored against edges dated after CUTOFF=2020; embedded reviewer
-	$(PYTHON) -m hygrail.sweep task=discover relation=chm_apl backbone=rgcn llm=embedded llm.embedded.threads=1 llm.reasoning=clause llm.max_tokens=48 discover.cutoff=$(if $(CUTOFF),$(CUTOFF),null)
+# make discover: two named diseases' best new clinical features on the whole HPO graph, no LLM
+# (conf/experiment/discover_hpo.yaml; ARGS='discover.entities=[...]' names others). DATA=matkg_synthetic: ranked
+# CHM-APL hypotheses with the embedded reviewer, scored against edges dated after CUTOFF=2020 (CUTOFF= : from the
+# whole graph instead).
+DISCOVER_SYNTHETIC = task=discover relation=chm_apl backbone=rgcn llm=embedded llm.embedded.threads=1 llm.reasoning=clause llm.max_tokens=48 discover.cutoff=$(if $(filter undefined,$(origin CUTOFF)),2020,$(or $(CUTOFF),null))
+DISCOVER = $(if $(filter matkg_synthetic,$(DATA)),$(DISCOVER_SYNTHETIC),$(if $(filter-out hpo,$(DATA)),$(error make discover: DATA=$(DATA); expected nothing or hpo (whole HPO) or matkg_synthetic),$(if $(filter-out undefined,$(origin CUTOFF)),$(error make discover: CUTOFF=$(CUTOFF) on HPO; expected no CUTOFF (it is for DATA=matkg_synthetic; an HPO cutoff: make retro DATA=hpo CUTOFF=year)),experiment=discover_hpo)))
+discover: $(if $(filter matkg_synthetic,$(DATA)),$(VENV)/.model,$(VENV)/.installed) ## two named diseases' best new clinical features on the whole HPO graph, HTML (~25 min the first time, ~30 s with the model cached); DATA=matkg_synthetic: CHM-APL hypotheses scored against edges after CUTOFF=2020, embedded reviewer
+	$(PYTHON) -m hygrail.sweep $(DISCOVER) $(ARGS)
 
 # make retro DATA=hpo CUTOFF=2015 | DATA=synthesis_recipes CUTOFF=2014: the whole-graph retrospective (issue #34);
 # ARGS naming a review_budget install the embedded judge first (its reviews start after minutes of scoring)

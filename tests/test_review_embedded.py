@@ -121,3 +121,29 @@ def test_embedded_server_context_manager_and_health():
             assert r.status == 200
     with pytest.raises(RuntimeError, match="not running"):
         server.base_url
+
+
+def test_slow_reviews_say_why_and_what_to_set():
+    from hygrail.review.embedded import slow_note
+
+    assert slow_note(9.9, threads=2, load=3.6, cores=2) is None  # at most 10 s: nothing to say
+    note = slow_note(17.9, threads=2, load=3.6, cores=2)
+    assert note.startswith("reviews took 17.9 s each") and "load average 3.6 on 2 cores" in note
+    assert "set llm.embedded.threads=1" in note
+    one = slow_note(12.0, threads=1, load=2.5, cores=2)
+    assert "loaded (load average 2.5 on 2 cores)" in one and "free a core" in one and "threads=" not in one
+    assert "idle machine" in slow_note(12.0, threads=1, load=1.1, cores=2)
+
+
+def test_client_logs_slow_embedded_reviews(monkeypatch, caplog):
+    """A fake slow timing: the client's check after an embedded batch logs the note and keeps it for a page."""
+    import logging
+
+    client = ReviewClient({"name": "embedded", "model": "m", "base_url": "http://127.0.0.1:9/v1"}, None, progress=False)
+    client._embedded = type("Server", (), {"threads": 2})()
+    monkeypatch.setattr("os.getloadavg", lambda: (3.6, 3.0, 3.0))
+    with caplog.at_level(logging.WARNING, logger="hygrail.review.client"):
+        client._say_if_slow(17.9)
+    assert "reviews took 17.9 s each" in caplog.text and "llm.embedded.threads=1" in caplog.text
+    assert client.slow_note and "load average 3.6" in client.slow_note
+    client._embedded = None

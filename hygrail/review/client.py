@@ -342,6 +342,8 @@ class ReviewClient:
              "completion_tokens", "cached_tokens"), 0
         )
         self._seconds = {"seconds": 0.0, "wall_seconds": 0.0}
+        self.slow_note: str | None = None  # why the embedded judge was slow and what to set (embedded.slow_note)
+        self._startup_seconds = 0.0  # the embedded server's start-up, not counted as review time
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -443,7 +445,9 @@ class ReviewClient:
         if self._embedded is None:
             from hygrail.review.embedded import EmbeddedServer
 
+            t0 = time.perf_counter()
             self._embedded = EmbeddedServer.from_config(self.cfg["embedded"]).start()
+            self._startup_seconds += time.perf_counter() - t0
         return Replicas([self._embedded.base_url], int(self.cfg["concurrency"]), None)
 
     async def _run(self, bodies: list[dict], desc: str | None, complete) -> list[dict]:
@@ -461,6 +465,7 @@ class ReviewClient:
                     replies[k] = hit
                     cached.add(k)
         todo = {k: b for k, b in zip(keys, bodies) if k not in replies}
+        started = self._startup_seconds
         bar = tqdm(total=len(bodies), desc=f"LLM {desc} ({self.cfg['name'] or self.cfg['model']})",
                    unit=desc, disable=not (self.progress and desc), leave=False)
         bar.update(len(bodies) - sum(k in todo for k in keys))
@@ -469,6 +474,9 @@ class ReviewClient:
                 await self._send(todo, Counter(keys), replies, bar, complete)
         finally:
             bar.close()  # before any error line, so the line is not glued to the bar
+        if todo and desc == "review" and self._embedded is not None:  # a served model's speed is its server's
+            spent = time.perf_counter() - start - (self._startup_seconds - started)
+            self._say_if_slow(spent / len(todo))
         out, sent = [], set()
         for k in keys:
             reply = dict(replies[k])
@@ -480,6 +488,16 @@ class ReviewClient:
             out.append(reply)
         self._seconds["wall_seconds"] += time.perf_counter() - start
         return out
+
+    def _say_if_slow(self, seconds: float) -> None:
+        """Log why embedded reviews took ``seconds`` each and what to set, when that is slow
+        (embedded.slow_note); kept in ``slow_note`` for a report page."""
+        from hygrail.review.embedded import slow_note
+
+        note = slow_note(seconds, self._embedded.threads, os.getloadavg()[0], os.cpu_count() or 1)
+        if note is not None:
+            self.slow_note = note
+            log.warning("%s: %s", self.cfg["name"] or self.cfg["model"], note)
 
     async def _send(self, todo: dict[str, dict], copies: Counter, replies: dict[str, dict], bar, complete) -> None:
         """Send the uncached requests, at most `concurrency` per replica at once; replies land in

@@ -45,6 +45,31 @@ from hygrail.kg import DataError
 
 DEFAULT_CACHE_DIR = Path(os.environ.get("HYGRAIL_MODEL_CACHE", Path.home() / ".cache" / "hygrail" / "models"))
 
+# Issue #36: a review slower than this is worth saying why. Measured 2026-12-04 with bench/bench_review.py on
+# `make run`'s HPO judge, 2 cores with two other CPU-bound jobs (load average 2.5-3.6): 1.26 s median per
+# review at threads=1, 17.9 s at threads=2 (conf/llm/embedded.yaml's default): the two threads wait for each
+# other at every barrier while another process holds a core.
+SLOW_REVIEW_SECONDS = 10.0
+
+
+def slow_note(seconds: float, threads: int, load: float, cores: int) -> str | None:
+    """Why embedded reviews took ``seconds`` each and what to set, or None when that is at most
+    SLOW_REVIEW_SECONDS. ``load``: the 1-minute load average (the judge's own ``threads`` among it),
+    ``cores``: the machine's."""
+    if seconds <= SLOW_REVIEW_SECONDS:
+        return None
+    head = f"reviews took {seconds:.1f} s each (over {SLOW_REVIEW_SECONDS:.0f} s)"
+    where = f"load average {load:.1f} on {cores} cores"
+    if load - threads < 0.5:  # nothing else holds a core: the prompts or replies are long
+        return (f"{head} on an idle machine ({where}): the prompts or replies are long; shorten them (evidence=none, "
+                f"llm.reasoning, llm.max_tokens) or review fewer (method.review_budget, discover.review_budget)")
+    if threads > 1:
+        return (f"{head}: the machine is loaded ({where}) and llama.cpp's {threads} threads stall at every barrier "
+                f"while another process holds a core; set llm.embedded.threads=1 (make run's judge beside two busy "
+                f"processes: 1.3 s at 1 thread, 17.9 s at 2)")
+    return (f"{head}: the machine is loaded ({where}); free a core or review fewer (method.review_budget, "
+            f"discover.review_budget)")
+
 
 class ModelUnavailable(DataError):
     """The GGUF (or a package it is assembled from) is not installed; the message says what to install
