@@ -227,6 +227,9 @@ def _statement(kg, s, t):
     return f"The material {kg.label(int(s))} can be effectively used for {kg.label(int(t))}."
 
 
+SLOW = "reviews took 30.0 s each: the machine is loaded; set llm.embedded.threads=1"
+
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     """One small retrospective discovery whose reviewer claims data of 2024 and says yes (0.9) to the
@@ -256,7 +259,17 @@ def tiny_run(tmp_path_factory):
                     if y == 1 or i % 25 == 0:
                         yes.add((s, t))
                         server.script(_statement(known, s, t), Reply(ok_review("yes", 0.9, "Shared mechanism.")))
-            result = run.discover(cfg)
+            from hygrail.review.stage import Reviewer
+
+            real_metrics = Reviewer.metrics
+
+            def slow_metrics(self):  # as the embedded client notes a slow judge (embedded.slow_note)
+                self.client.slow_note = SLOW
+                return real_metrics(self)
+
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(Reviewer, "metrics", slow_metrics)
+                result = run.discover(cfg)
             out = run.write_report(result)
     finally:
         logging.getLogger("hygrail.discovery").removeHandler(logged)
@@ -348,6 +361,7 @@ def test_the_contamination_warning_is_printed_and_shown(tiny_run):
     assert "<div class='warning'>Warning: Reviewer scripted was trained on data up to 2024" in page
     assert text in (out / "hypotheses.md").read_text()
     assert result.summary["facts"]["reviewer's training data up to"] == "2024"
+    assert f"<div class='warning'>Warning: {SLOW}" in page  # the reviewer's own note on its speed
 
 
 def test_the_tiny_run_reports_the_grid(tiny_run):

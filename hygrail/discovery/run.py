@@ -172,11 +172,11 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     t0 = time.perf_counter()
     head_prob = gnn.probability(w.head.score[:top_k])
     targets = w.routed if order == "paper" else Pairs(w.head.src[:n_cand], w.head.dst[:n_cand], w.head.score[:n_cand])
-    reviewed, decisions, gamma = [], np.zeros(0, dtype=np.int8), None
+    reviewed, decisions, gamma, slow = [], np.zeros(0, dtype=np.int8), None, None
     metrics |= region_precision(split, triage)  # held-out precision per region; review() redoes it with test reviews
     metrics |= score_shift(split, triage, gnn, band, seed)  # how the cut graph moves scores against b* (trust)
     if targets is not None and len(targets.score):
-        reviewed, decisions, gamma, review_metrics = review(cfg, d, split, triage, targets, gnn, known)
+        reviewed, decisions, gamma, review_metrics, slow = review(cfg, d, split, triage, targets, gnn, known)
         metrics |= review_metrics
     timer["review"] = time.perf_counter() - t0
 
@@ -222,7 +222,7 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
         entity_cards(cfg, split, triage, band, result.entities, reviewed, decisions, gamma, known)
         timer["entity_cards"] = time.perf_counter() - t0
     metrics |= {f"discover_seconds_{k}": v for k, v in timer.items()}
-    result.summary = summary(cfg, space, band, triage.threshold, gamma, w, len(reviewed), metrics, exact)
+    result.summary = summary(cfg, space, band, triage.threshold, gamma, w, len(reviewed), metrics, exact, slow)
     return result
 
 
@@ -302,7 +302,8 @@ def review(cfg: DictConfig, d: dict, split, triage, routed, gnn: GNNBlocks, grap
     of the GNN's list under ``reviewed``), the rule (``llm.decision``: gamma, or the combined model
     of ``calibrated``) fit on validation hypotheses drawn where the reviewed candidates lie
     (``like_reviewed``), and test hypotheses drawn the same way for the reviewed region's held-out
-    precision (``trust``): (reviewed, decisions, the rule's fit, metrics). The candidates' evidence
+    precision (``trust``): (reviewed, decisions, the rule's fit, metrics, the reviewer's slow-review note
+    or None). The candidates' evidence
     is read from ``graph`` (the cut graph), the validation and test hypotheses' from the training
     graph, where they are not edges. The draw is from the
     routed hypotheses under ``paper`` (the candidates are routed ones) and from every validation
@@ -326,6 +327,7 @@ def review(cfg: DictConfig, d: dict, split, triage, routed, gnn: GNNBlocks, grap
         reviewer.graph = graph  # one server, one cache: only where the evidence is read changes
         reviewed = reviewer.review(hyps)
         metrics = reviewer.metrics()
+        slow = reviewer.client.slow_note  # why the embedded judge was slow, for the page (embedded.slow_note)
         cache = reviewer.cache_path()
     fell_back = check_failures([r.result for r in rev_val + rev_test + reviewed],
                                float(cfg.method["max_review_failure_rate"]), cfg.llm.name, cache)
@@ -340,7 +342,7 @@ def review(cfg: DictConfig, d: dict, split, triage, routed, gnn: GNNBlocks, grap
     metrics |= region_precision(split, triage, pick_test, dec_test)
     metrics |= reviewer_figures("val", y_val[pick_val], decide(rev_val, gamma, gnn_val[pick_val], on_failure, rule))
     metrics |= reviewer_figures("test", y_test[pick_test], dec_test)
-    return reviewed, decisions, gamma, metrics
+    return reviewed, decisions, gamma, metrics, slow
 
 
 def like_reviewed(scores: np.ndarray, routed: np.ndarray, reviewed: np.ndarray, budget: int | None,
@@ -638,9 +640,10 @@ def hygrail_scores(cfg: DictConfig, d: dict, space: CandidateSpace, src: np.ndar
 
 
 def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float, gamma, w, n_reviewed: int,
-            metrics: dict, exact: bool) -> dict:
+            metrics: dict, exact: bool, slow: str | None = None) -> dict:
     """The page's title, lead, facts, the held-out precision per region (``trust``) and its
-    warnings (each also logged: printed where the run is watched)."""
+    warnings (each also logged: printed where the run is watched; ``slow``: the reviewer's own,
+    already logged)."""
     rel = space.relation
     schema = space.kg.schema
     c = w.counts
@@ -690,6 +693,7 @@ def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float
                             contamination(cfg.llm.name, date, cfg.discover.cutoff, reviews)) if x]
     for x in warnings:
         log.warning(x)
+    warnings += [slow] if slow else []
     # a sample keeps a fraction of each entity's edges: its figures are a smoke test, and say so (issue #34)
     sample = cfg.data.get("subgraph_nodes")
     where = f"{cfg.data.name}, a {int(sample):,}-node sample: a smoke test" if sample else f"{cfg.data.name}, whole graph"
