@@ -432,3 +432,17 @@ def test_whole_space_auc_and_ap_are_exact_with_ties():
         assert row["ap"] == pytest.approx(average_precision_score(y, s), abs=1e-12)
         top = ranking(s, src[keep], dst[keep], 1)[:50]
         assert row["precision_at_50"] == y[top].sum() / 50
+
+
+def test_cards_read_retrieval_settings_whatever_the_review_evidence():
+    """evidence=profile retrieves no graph evidence: the cards fall back to the template's settings
+    (a whole-HPO run with profile reviews failed at the cards, its reviews done)."""
+    from omegaconf import OmegaConf
+
+    from hygrail.data import CONF
+    from hygrail.discovery.run import card_evidence
+
+    template = OmegaConf.to_container(OmegaConf.load(CONF / "evidence" / "template.yaml"))
+    profile = OmegaConf.to_container(OmegaConf.load(CONF / "evidence" / "profile.yaml"))
+    assert card_evidence(profile) == template | {"mode": "template"}
+    assert card_evidence(template | {"k": 9})["k"] == 9  # a retrieving mode keeps its own settings

@@ -44,9 +44,9 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
-from hygrail.data import load_kg
+from hygrail.data import CONF, load_kg
 from hygrail.discovery import compositions, entities, options, stack
 from hygrail.discovery.cards import COLUMNS, listed_moves, write_html, write_markdown, write_table
 from hygrail.discovery.novelty import distances, hub_pairs, novelty_scores
@@ -418,6 +418,14 @@ def verdict_of(row: dict, region: int, band: Band, threshold: float, order: str,
     return verdict, f"LLM failed: GNN fallback ({verdict})"
 
 
+def card_evidence(evidence: dict) -> dict:
+    """The retrieval settings of the cards' template evidence: the run's evidence mode's own, or for
+    a mode without graph retrieval (``evidence=profile``) those of conf/evidence/template.yaml."""
+    if "k" not in evidence:
+        evidence = plain(OmegaConf.load(CONF / "evidence" / "template.yaml"))
+    return evidence | {"mode": "template"}
+
+
 def card_records(cfg: DictConfig, split, triage, band: Band, rows: dict[tuple[int, int], dict], order: str = "paper",
                  fit=None, graph=None) -> pl.DataFrame:
     """One card per pair of ``rows`` ((src, dst) -> gnn_rank, score (the GNN's probability), and for a
@@ -444,7 +452,7 @@ def card_records(cfg: DictConfig, split, triage, band: Band, rows: dict[tuple[in
     templates = plain(cfg.relation)["templates"]
     rule = cfg.llm.get("decision", "paper")
     threshold = triage.threshold
-    cards = Template(plain(cfg.evidence) | {"mode": "template"}, templates, triage.calibrated()).prepare(
+    cards = Template(card_evidence(plain(cfg.evidence)), templates, triage.calibrated()).prepare(
         graph, split.relation, [Hypothesis(int(s), int(t), float(p)) for s, t, p in zip(src, dst, score)])
     records = []
     for i, (k, reg, card) in enumerate(zip(keys, region, cards)):
