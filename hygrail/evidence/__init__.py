@@ -4,5 +4,5 @@
 ``mode.load_mode(evidence_cfg, templates)`` builds an evidence mode (``conf/evidence/*.yaml``):
 ``naturalize`` holds the paper's three (none, template, llm); ``profile`` the ontology-aware context
 a small judge can read (issue #37); other modules hold the related systems' strategies.
-``python -m hygrail.evidence --help`` prints evidence and text for chosen or sampled hypotheses.
+``python -m hygrail.explain --help`` prints evidence and text for chosen or sampled hypotheses.
 """
