@@ -293,7 +293,7 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
     distinct score) from the answers' positions and the tie groups of the sorted scores, in
     O(answers log candidates) each; ``tests/test_discover_eval.py`` checks both against sklearn. Held
     throughout: ~17 B per candidate (pairs, positions and degrees as int32); per method at its sort
-    ~20 B more for float32 scores (~28 B for float64)."""
+    ~16 B more for float32 scores (~20 B for float64)."""
     horizons, min_degrees, min_counts = grid["horizons"], grid["min_degrees"], grid["min_counts"]
     src, dst = np.asarray(src), np.asarray(dst)
     n = len(src)
@@ -346,8 +346,10 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
         np.negative(t, out=t)  # descending, stable: equal scores keep the tiebreak's order
         ix = np.argsort(t, kind="stable")
         order = tie_order[ix]
-        sorted_neg = t[ix]  # ascending: each answer's tie group found by two binary searches
-        del t, ix
+        del ix
+        t.sort()  # the values of t[ix], sorted in place: no second copy of the list's scores
+        sorted_neg = t  # ascending: each answer's tie group found by two binary searches
+        del t
         for d in min_degrees:
             keep = None if d <= 0 else min_deg[order] >= d  # per list position
             od, neg = (order, sorted_neg) if keep is None else (order[keep], sorted_neg[keep])
