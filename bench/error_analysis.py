@@ -11,8 +11,8 @@ order among themselves) and by hits@10 (per entity).
 
 1. Whole space: the answers grouped by the relation degree of each end in the cut graph. For each
    group: its answers, 1 - mean place of ours and of the baseline (an AUC within the group), and its
-   share of the whole AUC difference (the group's sum of place differences over all answers): the
-   groups where the difference comes from.
+   share of the whole AUC difference (the group's sum of place differences over all answers; > 0:
+   ours ahead), largest first: the groups where the difference comes from.
 2. Per entity: the entities where ours misses at 10 and the baseline hits (losses) and the reverse
    (wins), by the entity's relation degree and its number of answers.
 """
@@ -50,7 +50,7 @@ def whole_space(answers: pl.DataFrame, ours: str) -> None:
     if mine not in answers.columns:
         raise SystemExit(f"retrospective_answers.csv: no column {mine!r}; expected one of "
                          f"{[c[6:] for c in answers.columns if c.startswith('place ')]}")
-    answers = answers.drop_nulls(mine)  # headline answers only
+    answers = answers.fill_nan(None).drop_nulls(mine)  # headline answers only (the CSV writes NaN for the others)
     base = best_baseline(answers.columns, "place ", lambda c: -answers[c].mean())
     n = answers.height
     print(f"whole space: {n:,} answers; ours = {ours}: 1 - mean place {1 - answers[mine].mean():.4f}; "
@@ -61,7 +61,7 @@ def whole_space(answers: pl.DataFrame, ours: str) -> None:
              .agg(pl.len().alias("answers"), (1 - pl.col(mine).mean()).alias("ours"),
                   (1 - pl.col(base).mean()).alias("baseline"),
                   ((pl.col(base) - pl.col(mine)).sum() / n).alias("share of the difference"))
-             .sort("share of the difference"))
+             .sort("share of the difference", descending=True))
     with pl.Config(tbl_rows=-1, tbl_width_chars=160, float_precision=4, tbl_hide_dataframe_shape=True):
         print(table)
 
@@ -82,9 +82,10 @@ def per_entity(each: pl.DataFrame, ours: str) -> None:
                  .group_by("relation degree", "answers after")
                  .agg(pl.len().alias("entities"), pl.col(mine).mean().alias("ours"), pl.col(base).mean().alias("baseline"),
                       ((pl.col(base) == 1) & (pl.col(mine) == 0)).sum().alias("losses"),
-                      ((pl.col(mine) == 1) & (pl.col(base) == 0)).sum().alias("wins"))
-                 .with_columns((pl.col("wins") - pl.col("losses")).alias("net"))
-                 .sort("relation degree", "answers after"))
+                      ((pl.col(mine) == 1) & (pl.col(base) == 0)).sum().alias("wins"),
+                      pl.col("relation_degree").min().alias("lowest"), pl.col("answers").min().alias("fewest"))
+                 .with_columns((pl.col("wins").cast(pl.Int64) - pl.col("losses").cast(pl.Int64)).alias("net"))
+                 .sort("lowest", "fewest").drop("lowest", "fewest"))
         with pl.Config(tbl_rows=-1, tbl_width_chars=160, float_precision=3, tbl_hide_dataframe_shape=True):
             print(table)
 
