@@ -604,7 +604,7 @@ def answers_table(space: CandidateSpace, future, places: dict[str, np.ndarray]) 
                          "right": [kg.label(int(v)) for v in dst], "year": np.asarray(future.year),
                          "left_relation_degree": rel_degree[src], "right_relation_degree": rel_degree[dst],
                          "left_degree": np.asarray(kg.degree)[src], "right_degree": np.asarray(kg.degree)[dst]}
-                        | {f"place {name}": p for name, p in places.items()})
+                        | {f"place {name}": pl.Series(p).fill_nan(None) for name, p in places.items()})  # null: not a headline answer
 
 
 def hygrail_scores(cfg: DictConfig, d: dict, space: CandidateSpace, src: np.ndarray, dst: np.ndarray, gnn: GNNBlocks,
