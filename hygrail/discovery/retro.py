@@ -292,8 +292,10 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
     condition's ROC-AUC (Mann-Whitney, ties counted half) and AP (sklearn's: one threshold per
     distinct score) from the answers' positions and the tie groups of the sorted scores, in
     O(answers log candidates) each; ``tests/test_discover_eval.py`` checks both against sklearn. Held
-    throughout: ~17 B per candidate (pairs, positions and degrees as int32); per method at its sort
-    ~16 B more for float32 scores (~20 B for float64)."""
+    throughout: ~16 B per candidate (pairs and the tie order as int32, the smaller degree as uint16,
+    the bucket and the answer flag a byte each); per
+    method at its sort ~16 B more for float32 scores (~20 B for float64). These are counted from the
+    arrays; measured peaks of whole cells are in experiments/discovery.md."""
     horizons, min_degrees, min_counts = grid["horizons"], grid["min_degrees"], grid["min_counts"]
     src, dst = np.asarray(src), np.asarray(dst)
     n = len(src)
@@ -312,7 +314,7 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
     head = headline(horizons, min_degrees, min_counts)
     degree = np.asarray(degree)
     # the degree filters read only the smaller end's degree, clipped where the largest filter allows
-    # 2 bytes (every ">= d" answers the same: 0.13 GB less on whole HPO 2018)
+    # 2 bytes (every ">= d" answers the same; 2 B a candidate less than int32, counted, not measured apart)
     cap = np.iinfo(np.uint16).max
     if max(min_degrees, default=0) < cap:
         min_deg = _chunked(n, np.uint16, lambda i: np.minimum(np.minimum(degree[src[i]], degree[dst[i]]), cap))
@@ -322,8 +324,8 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
     def product_of(i):
         return degree[src[i]].astype(np.float64) * degree[dst[i]]
 
-    # exact in 4 bytes when every product fits (whole HPO: the product and its copy for the quantiles
-    # were 0.9 GB of the peak); float64 otherwise
+    # exact in 4 bytes when every product fits (the product and its copy for the quantiles: 8 B a
+    # candidate instead of 16, counted); float64 otherwise
     top_deg = float(degree.max()) if len(degree) else 0.0
     small = np.issubdtype(degree.dtype, np.integer) and top_deg * top_deg < 2**32
     product = _chunked(n, np.uint32 if small else np.float64, product_of)

@@ -616,7 +616,7 @@ def hygrail_scores(cfg: DictConfig, d: dict, space: CandidateSpace, src: np.ndar
     confidence or priority, then GNN order). ``moved["first"]``: the 1-based position where the list
     first differs from the GNN's (0: never)."""
     logits = w.scores
-    if not reviewed:  # the GNN's list itself (no float64 copy: 0.5 GB on whole HPO 2018)
+    if not reviewed:  # the GNN's list itself (no float64 copy: 8 B a candidate)
         return logits
     h = logits.astype(np.float64, copy=True)
     at = space.positions(src, dst, np.array([r.hypothesis.src for r in reviewed]),

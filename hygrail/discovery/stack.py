@@ -298,8 +298,8 @@ class Kept:
 class Rows:
     """The GNN's logits of a whole-space walk (``Walk.scores``, walk order) read back for any block
     of sources: a source's candidates are contiguous there, destinations ascending, so the per-entity
-    evaluation ranks exactly the rows of the whole-space list instead of scoring them again (on whole
-    HPO that second pass was about a third of the run). A block holding a source outside the space
+    evaluation ranks exactly the rows of the whole-space list instead of scoring them again (that
+    second pass held 26% of py-spy's samples of a whole HPO 2012 run). A block holding a source outside the space
     (a cold-start entity, first known after the cutoff) is scored by ``fallback``."""
 
     def __init__(self, scores: np.ndarray, space_src: np.ndarray, src_all: np.ndarray, fallback: Callable):
