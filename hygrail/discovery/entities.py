@@ -336,7 +336,8 @@ def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entit
 
 
 # -- per-entity baselines (module docstring) --------------------------------------------------------
-def _relation_degree(graph: KG, space: CandidateSpace) -> np.ndarray:
+def relation_degree(graph: KG, space: CandidateSpace) -> np.ndarray:
+    """Each node's number of partners in the relation (float64, per node id)."""
     return np.diff(relation_adjacency(graph, space.relation).indptr).astype(np.float64)
 
 
@@ -346,7 +347,7 @@ def popularity(graph: KG, space: CandidateSpace, options: Mapping) -> Scorer:
 
 
 def relation_popularity(graph: KG, space: CandidateSpace, options: Mapping) -> Scorer:
-    pop = _relation_degree(graph, space)[space.dst]
+    pop = relation_degree(graph, space)[space.dst]
     return lambda block: np.broadcast_to(pop, block.valid.shape)
 
 
@@ -360,7 +361,7 @@ def compatible_popularity(graph: KG, space: CandidateSpace, options: Mapping) ->
     has = structure(graph)[:, nodes].tocsr()  # node x via-node, 0/1
     need = has[space.dst]
     n_need = np.asarray(need.sum(axis=1)).ravel()
-    pop = _relation_degree(graph, space)[space.dst]
+    pop = relation_degree(graph, space)[space.dst]
     first = pop.max(initial=0.0) + 1.0  # every compatible candidate before every other one
 
     def score(block: Block) -> np.ndarray:
@@ -454,14 +455,18 @@ def per_entity(space: CandidateSpace, sources: np.ndarray, n_answers: np.ndarray
     """One row per entity of ``found_at``: its name, ``row`` (known or new), answers, its relation
     degree and all-edge degree in the cut graph, and whether each method has an answer in its top 10
     (else the largest k): where a ranking loses per entity, and to what (``bench/error_analysis.py``)."""
-    j = list(ks).index(10) if 10 in ks else len(ks) - 1
+    j = _at_10(ks)
     kg = space.kg
-    edges = kg.relation_edges(space.relation)["src"].to_numpy()
     return pl.DataFrame({"id": sources, "entity": [kg.label(int(u)) for u in sources], "entities known": row,
                          "answers": n_answers.astype(np.int64),
-                         "relation_degree": np.bincount(edges, minlength=kg.num_nodes)[sources],
+                         "relation_degree": relation_degree(kg, space)[sources].astype(np.int64),
                          "degree": np.asarray(kg.degree)[sources]}
                         | {f"hits@{ks[j]} {labels[m]}": (f[:, j] > 0).astype(np.int8) for m, f in found.items()})
+
+
+def _at_10(ks: Sequence[int]) -> int:
+    """The index of k = 10 in ``ks`` (else of the largest k): the list size the lifts compare at."""
+    return list(ks).index(10) if 10 in ks else len(ks) - 1
 
 
 def _mean_se(x: np.ndarray) -> tuple[float, float]:
@@ -490,7 +495,7 @@ def lift(found: Mapping[str, np.ndarray], baselines: Sequence[str], ks: Sequence
     """(the best baseline by hits@k, k, metrics): k = 10 (else the largest k); for each ``learned``
     method the paired difference of hits@k against that baseline, entity by entity, with its
     standard error."""
-    j = list(ks).index(10) if 10 in ks else len(ks) - 1
+    j = _at_10(ks)
     hits = {name: (f[:, j] > 0).astype(np.float64) for name, f in found.items()}
     best = max(baselines, key=lambda b: hits[b].mean())
     out = {}

@@ -595,10 +595,8 @@ def answers_table(space: CandidateSpace, future, places: dict[str, np.ndarray]) 
     degree in the cut graph, and each method's place in its whole-space list (``retro.Retrospective.places``;
     0 = first). Where a method loses AUC against another shows in the rows where its place is worse
     (``bench/error_analysis.py``)."""
-    kg, rel = space.kg, space.relation
-    edges = kg.relation_edges(rel)
-    n = kg.num_nodes
-    rel_degree = np.bincount(edges["src"].to_numpy(), minlength=n) + np.bincount(edges["dst"].to_numpy(), minlength=n)
+    kg = space.kg
+    rel_degree = entities.relation_degree(kg, space).astype(np.int64)
     src, dst = np.asarray(future.src), np.asarray(future.dst)
     return pl.DataFrame({"left_id": src, "right_id": dst, "left": [kg.label(int(u)) for u in src],
                          "right": [kg.label(int(v)) for v in dst], "year": np.asarray(future.year),
