@@ -441,8 +441,8 @@ def found_at(space: CandidateSpace, scorers: Mapping[str, Scorer], future_src: n
             # each answer's rank in its row as ``space.ranking`` orders it (score, then tiebreak;
             # non-candidates last): a few answers a row, so comparing each with its row is much
             # cheaper than sorting every row
-            mine, t = s[row, col][:, None], tie[row, col][:, None]
-            rank = np.count_nonzero((s[row] > mine) | ((s[row] == mine) & (tie[row] < t)), axis=1)
+            theirs, mine, t = s[row], s[row, col][:, None], tie[row, col][:, None]
+            rank = np.count_nonzero((theirs > mine) | ((theirs == mine) & (tie[row] < t)), axis=1)
             hit = np.zeros((len(block.src), len(cols)), dtype=np.int64)
             np.add.at(hit, row, rank[:, None] <= cols[None, :])
             found[name].append(hit)
