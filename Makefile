@@ -153,7 +153,7 @@ bench: $(VENV)/.installed ## benchmarks: data layer, triage speed, evidence, rev
 bench-context: $(VENV)/.model ## the embedded judge's HPO band AUC per evidence context, the same pairs (N=150 VARIANTS=none,full; ~10 s/review)
 	$(PYTHON) bench/bench_context.py --n $(or $(N),150) --variants $(or $(VARIANTS),none,full) $(ARGS)
 
-bench-retro: $(VENV)/.installed $(if $(findstring review_budget,$(ARGS)),$(VENV)/.model) ## whole-graph retrospective cells: wall time and peak RSS against <= 30 min, <= 4 GB (CELLS=hpo:2015,synthesis_recipes:2014)
+bench-retro: $(VENV)/.installed ## whole-graph retrospective cells: wall time and peak RSS against <= 30 min, <= 4 GB (CELLS=hpo:2015,synthesis_recipes:2014)
 	$(PYTHON) bench/bench_retro.py $(if $(CELLS),--cells $(CELLS))
 
 # What the project writes under $(OUT), and nothing else: $(OUT) may be any folder ($$HYGRAIL_OUTPUTS).
