@@ -171,6 +171,7 @@ class KG:
         # this KG is not a sample. A check of a configured name (a descriptor's ignored names) reads it,
         # so that a name the sample happened to drop is not taken for a typo.
         self.source_nodes: pl.DataFrame | None = None
+        self.kept_in_sample = 0  # nodes a sample kept beyond its draw (named entities and their neighbours)
 
     # -- basic views -------------------------------------------------------------------------
     @property
@@ -319,6 +320,7 @@ class KG:
         masked = self.masked if masked is None else pl.concat([self.masked, masked.select("u", "v")])
         out = KG(self.schema, self.nodes, edges, masked, self.ancestors)
         out.source_nodes, out.created, out.as_of = self.source_nodes, self.created, self.as_of
+        out.kept_in_sample = self.kept_in_sample
         return out
 
     def without_edges(self, edge_ids: np.ndarray) -> "KG":

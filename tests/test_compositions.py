@@ -281,7 +281,7 @@ def test_a_discovery_run_writes_the_new_composition_and_what_is_recorded(tmp_pat
     cfg.discover.entities_only = True
     only = discover(cfg)
     out_only = write_report(only)
-    assert out_only == out.with_name(out.name + "-entities")  # beside the whole run's report
+    assert out_only == out.with_name(f"{cfg.backbone.name}-seed{cfg.seed}-entities")  # beside the whole run's, no LLM named
     for a, b in zip(result.entities.lists, only.entities.lists, strict=True):
         # the whole run adds each row's verdict (the band, the reviews); entities_only reviews nothing
         assert a.table.drop("verdict").equals(b.table) and [h for h, _ in a.parts] == [h for h, _ in b.parts]

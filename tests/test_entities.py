@@ -81,10 +81,19 @@ def test_names_resolve_or_fail_in_one_line():
     space = CandidateSpace(KG(RECIPES, nodes, edges), RECIPES.relations["syn_tgt_pre"])
     got = entities.resolve(space, ["srtio3", 3, "TiO2"])  # case-insensitive name, node id, exact name
     assert [(e.node, e.node_type) for e in got] == [(1, "Target"), (3, "Precursor"), (3, "Precursor")]
-    with pytest.raises(DataError) as ambiguous:
-        entities.resolve(space, ["BaTiO3"])
-    assert str(ambiguous.value) == ("discover.entities: 'BaTiO3' names 2 nodes: Target 'BaTiO3' (id 0), "
-                                    "Precursor 'BaTiO3' (id 2); give one by its id")
+    # a name of a Target and a Precursor: the relation's source (which precursors for this target?), the
+    # other named beside it; '<type>:<name>' asks for the other
+    (target,) = entities.resolve(space, ["BaTiO3"])
+    assert (target.node, target.node_type, target.also, target.also_type) == (0, "Target", (2,), "Precursor")
+    table = pl.DataFrame({"rank": [1], "partner": ["TiO2"], "id": [3], "score": [0.5], "region": ["routed"],
+                          "future_year": pl.Series([None], dtype=pl.Int32)})
+    page = entities.markdown(entities.EntityReport([entities.EntityList(target, table, 1, 0.0)], {"Target": "Precursor"}))
+    assert "'BaTiO3' also names Precursor id 2: write 'Precursor:BaTiO3' (or its id) for that one's list)" in page
+    (precursor,) = entities.resolve(space, ["Precursor:batio3"])
+    assert (precursor.node, precursor.node_type, precursor.also) == (2, "Precursor", ())
+    with pytest.raises(DataError, match=r"^discover.entities: no Target or Precursor is named 'Element:Ti'; closest") \
+            as ambiguous:
+        entities.resolve(space, ["Element:Ti"])  # not a type of the relation: read as a name
     with pytest.raises(DataError) as unknown:
         entities.resolve(space, ["BaTiO4"])
     assert str(unknown.value) == ("discover.entities: no Target or Precursor is named 'BaTiO4'; closest: "
@@ -358,3 +367,34 @@ def test_discovery_report_has_a_section_per_entity(tmp_path):
     known = csv.filter(pl.col("entities known") == entities.KNOWN_ROW)
     assert known["method"].to_list() == ["GNN", "TSH", "Popularity (all edges)", "Popularity (relation)", "3-paths"]
     assert (known["entities"] == n).all()
+
+
+def test_a_sample_keeps_the_named_entities_and_their_neighbours():
+    """Issue #36: a sample silently dropped what the user asked about (Alström syndrome, BaTiO3). Named
+    by name, an entity, its neighbours known at the cutoff, and nothing else beyond the draw, are kept;
+    the page's title counts them; a typo fails on the whole graph's names."""
+    from omegaconf import OmegaConf
+
+    from hygrail.data import data_config, load_kg
+    from hygrail.discovery.run import graph_named
+
+    whole = load_kg(data_config(scale=0.5))
+    plain = load_kg(data_config(scale=0.5, subgraph_nodes=300), cutoff=2020)
+    dropped = next(int(n) for n in whole.nodes_of_type("CHM")
+                   if whole.until(2020).degree[n] > 3 and whole.names[n] not in set(plain.names))
+    d = {"entities": [whole.names[dropped]], "compositions": {}}
+    keep = entities.sample_keep(whole, "chm_apl", 2020, d)
+    neighbours = whole.until(2020).neighbors(dropped)[0]
+    assert set(keep.tolist()) == {dropped, *neighbours.tolist()}
+    sample = load_kg(data_config(scale=0.5, subgraph_nodes=300), cutoff=2020,
+                     keep=lambda kg: entities.sample_keep(kg, "chm_apl", 2020, d))
+    assert whole.names[dropped] in sample.names and {whole.names[n] for n in neighbours} <= set(sample.names)
+    assert sample.kept_in_sample == sample.num_nodes - 300 > 0
+    assert set(plain.names) <= set(sample.names)  # the draw itself is unchanged
+    cfg = OmegaConf.create({"data": {"name": "matkg_synthetic", "subgraph_nodes": 300}})
+    assert graph_named(cfg, sample) == (
+        f"matkg_synthetic, a 300-node sample, plus {sample.kept_in_sample:,} kept for the named entities and their "
+        f"neighbours: a smoke test; it keeps a fraction of each entity's edges, so degree and path signals are "
+        f"weaker than on the whole graph")
+    with pytest.raises(DataError, match=r"^discover.entities: no CHM or APL is named 'qqqq"):
+        entities.sample_keep(whole, "chm_apl", 2020, {"entities": ["qqqq" + whole.names[dropped]]})

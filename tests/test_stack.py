@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from hygrail.discovery import entities, stack
-from hygrail.discovery.space import CandidateSpace
+from hygrail.discovery.space import CandidateSpace, ranking
 from hygrail.kg import KG, DataError, Relation, Schema
 
 AB = Relation("ab", "A", "B")
@@ -85,7 +85,14 @@ def small_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("stack")
     cfg = _cfg(tmp, "discover.cutoff=2020", "discover.review_budget.val=0", "discover.review_budget.test=0",
                "discover.review_budget.candidates=0", "discover.top_k=30",
-               "discover.entity_baselines=[relation_popularity,paths3]", "discover.stack=[with_gnn,without_gnn]")
+               "discover.entity_baselines=[relation_popularity,paths3]", "discover.stack=[with_gnn,without_gnn]",
+               "discover.entity_ranker=stack_with_gnn", "discover.entity_k=5")
+    from hygrail.data import load_kg
+    from hygrail.stages import plain
+
+    known = load_kg(plain(cfg.data), cutoff=2020).until(2020)
+    src = known.nodes_of_type(known.schema.relation(cfg.relation.name).src)
+    cfg.discover.entities = [int(src[np.argmax(known.degree[src])])]  # the best-known source entity, named by id
     return cfg, run.discover(cfg)
 
 
@@ -101,6 +108,12 @@ def test_the_stack_ranks_the_whole_space_and_each_entity(small_run):
         assert f"retro_entity_stack_{v}_hits_at_10" in m and f"retro_entity_stack_{v}_lift_hits_at_10" in m
         assert 0 < m[f"stack_check_{v}_auc"] < 1 and m[f"stack_{v}_trees"] >= 1
     assert "Stack (trees + GNN)" in result.entities.note
+    # the named entity's list is the stack's (discover.entity_ranker), its page section says so
+    (e,) = result.entities.lists
+    assert e.ranker == "Stack (trees + GNN)" and {"gnn_score", "gnn_rank"} <= set(e.table.columns)
+    md = entities.markdown(result.entities)
+    assert f"### {e.entity}: its best 5 of {e.candidates:,} candidates (Stack (trees + GNN) ranking" in md
+    assert "| Stack (trees + GNN) score | GNN score | GNN rank |" in md
     # the error analysis' inputs: each answer's place in every list (1 - its mean is the AUC up to the
     # answers' order among themselves), each entity's hits@10 (its mean is the table's)
     answers = result.retro.answers.drop_nulls("place GNN")
@@ -114,25 +127,34 @@ def test_the_stack_ranks_the_whole_space_and_each_entity(small_run):
         assert each[f"hits@10 {label}"].mean() == pytest.approx(m[f"retro_entity_stack_{v}_hits_at_10"])
 
 
-def test_the_stack_reads_the_gnn_it_is_given(small_run):
-    """The whole-space stack (the GNN's kept logits, ``Kept``) scores each block exactly as the same
-    stack over a fresh GNN pass (``Memo``): the kept scores are aligned with the walk."""
+@pytest.fixture(scope="module")
+def parts(small_run):
+    """The small run's cut graph, split, candidate space, GNN, whole-space logits and fitted stack."""
     from hygrail.data import load_kg
     from hygrail.discovery.scoring import GNNBlocks, walk
     from hygrail.stages import build_split, gnn_stage, plain
     from hygrail.triage.train import load_scorer
     from pathlib import Path
 
-    cfg, result = small_run
+    cfg, _ = small_run
     known = load_kg(plain(cfg.data), cutoff=2020).until(2020)
     _, split = build_split(cfg, known)
     triage, _, _ = gnn_stage(cfg, known, split)
     space = CandidateSpace(known, split.relation)
     gnn = GNNBlocks(load_scorer(split, plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage",
                                 graph=known), space)
-    block = int(cfg.discover.block_pairs)
-    logits = walk(space, gnn, 1, 0, block, keep=True, keep_dtype=np.float32).scores
+    logits = walk(space, gnn, 1, 0, int(cfg.discover.block_pairs), keep=True, keep_dtype=np.float32).scores
     fitted = stack.fit(split, triage.scores, ["with_gnn"], None, gnn, int(cfg.seed))
+    return cfg, known, space, gnn, logits, fitted
+
+
+def test_the_stack_reads_the_gnn_it_is_given(parts):
+    """The whole-space stack (the GNN's kept logits, ``Kept``) scores each block exactly as the same
+    stack over a fresh GNN pass (``Memo``): the kept scores are aligned with the walk."""
+    from hygrail.discovery.scoring import walk
+
+    cfg, known, space, gnn, logits, fitted = parts
+    block = int(cfg.discover.block_pairs)
     kept = walk(space, fitted.scorer("with_gnn", space, stack.Kept(logits)), 1, 0, block, keep=True).scores
     fresh = walk(space, fitted.scorer("with_gnn", space, stack.Memo(gnn)), 1, 0, block, keep=True).scores
     np.testing.assert_array_equal(kept, fresh)
@@ -146,6 +168,39 @@ def test_the_stack_reads_the_gnn_it_is_given(small_run):
     outside = np.setdiff1d(np.arange(known.num_nodes), space.src)
     cold = space.block(np.concatenate([space.src[:1], outside[:1]]))
     assert stack.Rows(logits, space.src, src_all, lambda b: "fallback")(cold) == "fallback"
+
+
+def test_a_named_entity_is_ranked_by_the_stack_as_the_whole_space_is(parts):
+    """``discover.entity_ranker=stack_with_gnn``: an entity of either end of the relation gets its
+    candidates in the stack's order, the same scores as the stack's whole-space blocks, with the
+    GNN's score, rank and band region beside (the region reads the GNN's score, not the stack's)."""
+    from hygrail.discovery.scoring import REGION_NAMES
+    from hygrail.triage.routing import Band, route
+
+    cfg, known, space, gnn, logits, fitted = parts
+    band = Band(0.3, 0.7, True, True)
+    pair = fitted.pair_scorer("with_gnn", space)
+    whole = fitted.scorer("with_gnn", space, stack.Memo(gnn))
+    src_node, dst_node = space.src[np.argmax(known.degree[space.src])], space.dst[np.argmax(known.degree[space.dst])]
+    for node in (src_node, dst_node):
+        e = entities.Entity(int(node), known.label(int(node)), known.type_of(int(node)), (), space.relation.name)
+        lst = entities.rank_entity(space, gnn, band, e, 10, 0, ranker=("Stack (trees + GNN)", pair))
+        t = lst.table
+        src, dst = entities.entity_pairs(space, e)
+        by = pair(src, dst)
+        partner = np.where(src == node, dst, src)
+        assert lst.ranker == "Stack (trees + GNN)" and t.height == 10 and lst.candidates == len(src)
+        assert t["id"].to_list() == partner[ranking(by, src, dst, 0)[:10]].tolist()
+        assert t["score"].to_numpy() == pytest.approx(1 / (1 + np.exp(-np.sort(by)[::-1][:10])))
+        g = gnn.pairs(src, dst)
+        rank_of = {int(p): 1 + int((g > g[i]).sum()) for i, p in enumerate(partner)}
+        for row in t.iter_rows(named=True):  # the GNN's rank beside: ties aside, one plus how many it scores higher
+            assert rank_of[row["id"]] <= row["gnn_rank"] <= rank_of[row["id"]] + int((g == g[partner == row["id"]][0]).sum()) - 1
+        assert t["gnn_score"].to_list() == pytest.approx(gnn.probability(g[[np.flatnonzero(partner == i)[0] for i in t["id"]]]).tolist())
+        assert t["region"].to_list() == [REGION_NAMES[int(r)] for r in route(t["gnn_score"].to_numpy(), band)]
+        if node == src_node:  # a source's row: the pair scorer equals the whole-space blocks
+            blk = space.block(np.array([node]))
+            np.testing.assert_allclose(whole(blk)[blk.valid], by, rtol=1e-6, atol=1e-6)
 
 
 def test_error_analysis_reads_a_cell(small_run, tmp_path):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
+import numpy as np
 from omegaconf import OmegaConf
 
 from hygrail.kg import KG, DataError, Schema
@@ -30,9 +31,10 @@ def data_path(path: str) -> Path:
     return CONF.parent / p
 
 
-def load_kg(cfg: Mapping, cutoff: int | None = None) -> KG:
+def load_kg(cfg: Mapping, cutoff: int | None = None, keep: Callable[[KG], np.ndarray] | None = None) -> KG:
     """Build the KG a ``conf/data/*.yaml`` describes (then an optional type-preserving subgraph,
-    drawn by what was known at ``cutoff`` when one is given: ``subgraph.sample_subgraph``)."""
+    drawn by what was known at ``cutoff`` when one is given: ``subgraph.sample_subgraph``; ``keep``:
+    the node ids of the whole KG the subgraph must hold, e.g. ``entities.sample_keep``)."""
     schema = Schema.from_config(cfg["schema"])
     loader = cfg["loader"]
     if loader == "synthetic":
@@ -64,5 +66,6 @@ def load_kg(cfg: Mapping, cutoff: int | None = None) -> KG:
     if cfg.get("subgraph_nodes"):
         from hygrail.data.subgraph import sample_subgraph
 
-        kg = sample_subgraph(kg, int(cfg["subgraph_nodes"]), seed=int(cfg.get("subgraph_seed", 42)), cutoff=cutoff)
+        kg = sample_subgraph(kg, int(cfg["subgraph_nodes"]), seed=int(cfg.get("subgraph_seed", 42)), cutoff=cutoff,
+                             keep=None if keep is None else keep(kg))
     return kg

@@ -43,19 +43,28 @@ def type_quotas(type_counts: np.ndarray, n_nodes: int) -> np.ndarray:
     return quotas
 
 
-def sample_subgraph(kg: KG, n_nodes: int, seed: int = 42, cutoff: int | None = None) -> KG:
+def sample_subgraph(kg: KG, n_nodes: int, seed: int = 42, cutoff: int | None = None,
+                    keep: np.ndarray | None = None) -> KG:
     """Induced subgraph on ``n_nodes`` nodes; node ids are renumbered keeping the source order.
 
     ``cutoff``: the nodes are drawn by what was known at the end of that year (``KG.until``: its
     degrees, density and edge-type mix), so that a retrospective evaluation's sample does not favour
     nodes that became hubs later; the subgraph still holds every edge among them, later ones too
-    (the answers)."""
+    (the answers). ``keep``: node ids kept whatever the draw (a discovery's named entities and their
+    neighbours, issue #36), on top of the ``n_nodes`` drawn; how many that added is the result's
+    ``kept_in_sample``."""
     if n_nodes < 1:
         raise DataError(f"subgraph_nodes={n_nodes}; expected a positive number of nodes")
     if n_nodes >= kg.num_nodes:
         log.info("subgraph_nodes=%d >= %d nodes in the KG: keeping the whole KG", n_nodes, kg.num_nodes)
         return kg
-    return induced_subgraph(kg, draw_nodes(kg if cutoff is None else kg.until(cutoff), n_nodes, seed))
+    drawn = draw_nodes(kg if cutoff is None else kg.until(cutoff), n_nodes, seed)
+    if keep is None or not len(keep):
+        return induced_subgraph(kg, drawn)
+    out = induced_subgraph(kg, np.union1d(drawn, keep))
+    out.kept_in_sample = out.num_nodes - len(drawn)
+    log.info("subgraph: %d named entities' nodes and neighbours kept beyond the %d drawn", out.kept_in_sample, n_nodes)
+    return out
 
 
 def draw_nodes(kg: KG, n_nodes: int, seed: int) -> np.ndarray:

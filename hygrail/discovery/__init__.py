@@ -59,6 +59,11 @@ def options(cfg: DictConfig) -> dict:
         what = f"discover.cutoff={cutoff}" if cutoff is not None else "discover.entity_lists=true"
         raise DataError(f"discover.entities_only=true with {what}: that needs the walk over the whole space "
                         f"entities_only skips; drop one of them")
+    from hygrail.discovery.stack import VARIANTS
+
+    rankers = ("gnn", *(f"stack_{v}" for v in VARIANTS))
+    if d.get("entity_ranker", "gnn") not in rankers:
+        raise DataError(f"discover.entity_ranker={d.get('entity_ranker')!r}: expected one of {', '.join(rankers)}")
     ks = sorted(int(k) for k in d.get("ks") or KS)
     if ks[0] < 1:
         raise DataError(f"discover.ks={ks}: expected positive list sizes")

@@ -234,7 +234,7 @@ def with_targets(kg: KG, new: Sequence[Formula], of: str, via: str) -> tuple[KG,
         ancestors = ancestors.copy()
         ancestors.resize((kg.num_nodes + len(new),) * 2)
     out = KG(kg.schema, nodes, edges, kg.masked, ancestors)
-    out.as_of, out.source_nodes = kg.as_of, kg.source_nodes
+    out.as_of, out.source_nodes, out.kept_in_sample = kg.as_of, kg.source_nodes, kg.kept_in_sample
     return out, ids
 
 

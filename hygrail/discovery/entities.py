@@ -27,8 +27,11 @@ own), read on the graph the space reads (the cut graph with a cutoff, where a tw
 annotations, all of HPO's ORPHA ones, are masked pairs: true, of unknown date, still left out), and
 the section's heading counts them (issue #36: an ORPHA twin's feature came back as new). Measured on
 whole HPO (2026-12-04): 57 of Marfan OMIM's 12,902 candidates are its ORPHA twin's 68 annotations or
-their ancestors (61 of ORPHA's 12,906 the other way); at cutoff 2015 the same 57 of 9,393. A name held by several nodes
-otherwise (a material that is both a Target and a Precursor) or by none is a one-line DataError
+their ancestors (61 of ORPHA's 12,906 the other way); at cutoff 2015 the same 57 of 9,393. A name of one
+entity of each of the relation's types (BaTiO3, a Target and a Precursor) means the source type's, the
+question asked of it (which precursors for this target?), and its section says how to ask for the
+other: '<type>:<name>' ('Precursor:BaTiO3') names a node of that type only. A name held by several nodes
+otherwise (two case variants of one type) or by none is a one-line DataError
 listing the nodes it could mean or the closest names (difflib over the accent-free names less their
 keys, each shown with its key and id) and how to quote a name on the command line: Hydra's override
 grammar rejects an unquoted accent, parenthesis, apostrophe or semicolon
@@ -139,6 +142,8 @@ class Entity:
     node_type: str
     twins: tuple[int, ...] = ()  # the other nodes of one entity named in several sources (``resolve``)
     relation: str = ""  # the relation it was named for (``known_on_twins`` reads its partners over it)
+    also: tuple[int, ...] = ()  # nodes of the relation's other type its name also names (``resolve``)
+    also_type: str = ""  # their type
 
     def __str__(self) -> str:
         return f"{self.node_type} '{self.name}' (id {self.node})"
@@ -191,8 +196,11 @@ def resolve(space: CandidateSpace, given: Sequence) -> list[Entity]:
     known = np.union1d(space.src, space.dst)
     out = []
     for value in given:
-        group = [Entity(i, kg.label(i), kg.type_of(i), tuple(twins(i)), rel.name)
-                 for i in _node(kg, value, types, pool, names, twins)]
+        text, only = _typed(value, types)
+        mine = pool if only == types else np.concatenate([kg.nodes_of_type(t) for t in only])
+        nodes, also = _node(kg, text, only, mine, [kg.names[i] for i in mine], twins)
+        other = kg.type_of(also[0]) if also else ""
+        group = [Entity(i, kg.label(i), kg.type_of(i), tuple(twins(i)), rel.name, tuple(also), other) for i in nodes]
         kept = [e for e in group if e.node in known]
         if not kept:
             one = len(group) == 1
@@ -203,9 +211,47 @@ def resolve(space: CandidateSpace, given: Sequence) -> list[Entity]:
     return out
 
 
+def sample_keep(kg: KG, relation: str, cutoff: int | None, d: Mapping) -> np.ndarray:
+    """The node ids of the whole ``kg`` a subgraph sample must hold for ``d``'s named entities (issue
+    #36: a sample silently dropped Alström syndrome and BaTiO3): each entity named by name (an id names
+    a node of the sample), its twins and the other-type node of its name, their neighbours in the graph
+    known at ``cutoff`` (so no answer after it is kept for them alone), and a new composition's
+    elements. Names are resolved on the whole graph: a typo fails here, with the whole graph's closest
+    names."""
+    from hygrail.discovery import compositions
+
+    known = kg if cutoff is None else kg.until(cutoff)
+    space = CandidateSpace(known, kg.schema.relation(relation))
+    given, new = compositions.options(d, space)
+    named = resolve(space, [v for v in given if not (isinstance(v, int) or str(v).strip().isdigit())])
+    core = {n for e in named for n in (e.node, *e.twins, *e.also)}
+    nodes = set(core)
+    for n in core:
+        nodes.update(known.neighbors(n)[0].tolist())
+    via = (d.get("compositions") or {}).get("via")
+    if new and via:
+        wanted = {x for f in new for x in f.elements}
+        nodes.update(int(i) for i in kg.nodes_of_type(via) if kg.names[i] in wanted)
+        nodes.update(f.node for f in new if f.node is not None)
+    return np.array(sorted(nodes), dtype=np.int64)
+
+
+def _typed(value, types: list[str]) -> tuple[object, list[str]]:
+    """(the name, the node types it may name): '<type>:<name>' names a node of that type only
+    ('Precursor:BaTiO3'), anything else either of the relation's types."""
+    if isinstance(value, str) and ":" in value:
+        head, name = value.split(":", 1)
+        if head.strip() in types:
+            return name.strip(), [head.strip()]
+    return value, types
+
+
 def _node(kg: KG, value, types: list[str], pool: np.ndarray, names: list[str],
-          twins: Callable[[int], list[int]]) -> list[int]:
-    """The node ``value`` names, with its twins unless named by id or with its key (module docstring)."""
+          twins: Callable[[int], list[int]]) -> tuple[list[int], list[int]]:
+    """(the node ``value`` names, with its twins unless named by id or with its key; the nodes of the
+    relation's other type the name also names): a name of one node (or twins) of each type means the
+    relation's source type, the question asked of it (a chemist's BaTiO3 is a Target: which
+    precursors?), and the section says how to ask for the other (module docstring)."""
     text = str(value).strip()
     wanted = " or ".join(types)
     if isinstance(value, int) or text.isdigit():  # a node id
@@ -214,7 +260,7 @@ def _node(kg: KG, value, types: list[str], pool: np.ndarray, names: list[str],
             raise DataError(f"discover.entities: no node has id {node}; expected 0..{kg.num_nodes - 1}")
         if kg.type_of(node) not in types:
             raise DataError(f"discover.entities: id {node} is {kg.type_of(node)} '{kg.label(node)}'; expected a {wanted}")
-        return [node]
+        return [node], []
     folded = _fold(text)
     stages = (lambda n: n == text, lambda n: n.casefold() == text.casefold(), lambda n: _fold(n) == folded,
               lambda n: _fold(_base(n)) == folded)  # exact, case-insensitive, accent-free, less the source key
@@ -222,11 +268,17 @@ def _node(kg: KG, value, types: list[str], pool: np.ndarray, names: list[str],
         hits = [int(i) for i, n in zip(pool, names) if same(n)]
         if not hits:
             continue
+        first = [i for i in hits if kg.type_of(i) == types[0]]
+        rest = [i for i in hits if kg.type_of(i) != types[0]]
+        if first and rest and len(types) > 1:  # one name in both types: the source's, if each side is one entity
+            own, other = sorted([first[0], *twins(first[0])]), sorted([rest[0], *twins(rest[0])])
+            if set(first) <= set(own) and set(rest) <= set(other):
+                return (first if len(first) == 1 and _KEYED.match(text) else own), rest
         group = sorted([hits[0], *twins(hits[0])])
         if len(hits) == 1 and _KEYED.match(text):  # one twin, named with its key
-            return hits
+            return hits, []
         if set(hits) <= set(group):  # one node, or twins: one entity in several sources
-            return group
+            return group, []
         nodes = ", ".join(str(Entity(i, kg.label(i), kg.type_of(i))) for i in hits)
         raise DataError(f"discover.entities: {text!r} names {len(hits)} nodes: {nodes}; give one by its id")
     by_base: dict[str, list[int]] = {}  # twins share a key: a near miss of 'Marfan syndrome' shows both
@@ -267,6 +319,7 @@ class EntityList:
     # (heading, table or None) after the list: what the graph records for it, a new composition's
     # baselines and similar targets (hygrail/discovery/compositions.py)
     parts: list[tuple[str, pl.DataFrame | None]] = field(default_factory=list)
+    ranker: str = "GNN"  # what ordered the list (``score``); other than the GNN: ``gnn_score``, ``gnn_rank`` beside
 
 
 def entity_pairs(space: CandidateSpace, entity: Entity) -> tuple[np.ndarray, np.ndarray]:
@@ -309,11 +362,15 @@ def known_through_twins(kg: KG, entity: Entity) -> tuple[set[int], set[int]]:
 
 
 def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entity, k: int, seed: int,
-                future_years: Mapping[tuple[int, int], int] | None = None) -> EntityList:
+                future_years: Mapping[tuple[int, int], int] | None = None,
+                ranker: tuple[str, Callable] | None = None) -> EntityList:
     """The ``k`` best candidates of ``entity`` by GNN logit, with their score and band region.
     Partners known on a twin, or implied by a twin's annotation (``known_through_twins``), on the
     graph the space reads (the cut graph with a cutoff), are left out: they are known for the
-    disease, not new; the section's heading counts them."""
+    disease, not new; the section's heading counts them. ``ranker``: (label, log-odds of pairs) to
+    rank by instead (``discover.entity_ranker``, e.g. the stack's ``StackFit.pair_scorer``); the
+    table then keeps the GNN's probability and rank beside, and the region stays the GNN's (the band
+    is calibrated on the GNN's scores)."""
     t0 = time.perf_counter()
     src, dst = entity_pairs(space, entity)
     on, implied = known_through_twins(space.kg, entity)
@@ -323,16 +380,23 @@ def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entit
     n_on, n_implied = int(on_twin.sum()), int(by_twin.sum())
     src, dst = src[~(on_twin | by_twin)], dst[~(on_twin | by_twin)]
     logits = gnn.pairs(src, dst)
-    top = ranking(logits, src, dst, seed)[:k]
+    label, by = ("GNN", logits) if ranker is None else (ranker[0], np.asarray(ranker[1](src, dst), dtype=np.float64))
+    order = ranking(by, src, dst, seed)
+    top = order[:k]
     s, d = src[top], dst[top]
     partner = np.where(s == entity.node, d, s)
-    score = gnn.probability(logits[top])
+    gnn_score = gnn.probability(logits[top])
     years = [None if future_years is None else future_years.get(p) for p in zip(s.tolist(), d.tolist())]
-    table = pl.DataFrame({"rank": np.arange(1, len(top) + 1), "partner": [space.kg.label(p) for p in partner],
-                          "id": partner, "score": score,
-                          "region": [REGION_NAMES[int(r)] for r in route(score, band)],
-                          "future_year": pl.Series(years, dtype=pl.Int32)})
-    return EntityList(entity, table, len(src), time.perf_counter() - t0, n_on, n_implied)
+    columns = {"rank": np.arange(1, len(top) + 1), "partner": [space.kg.label(p) for p in partner], "id": partner}
+    if ranker is None:
+        columns["score"] = gnn_score
+    else:
+        gnn_rank = np.empty(len(src), dtype=np.int64)
+        gnn_rank[ranking(logits, src, dst, seed)] = np.arange(1, len(src) + 1)
+        columns |= {"score": 1.0 / (1.0 + np.exp(-by[top])), "gnn_score": gnn_score, "gnn_rank": gnn_rank[top]}
+    columns |= {"region": [REGION_NAMES[int(r)] for r in route(gnn_score, band)],
+                "future_year": pl.Series(years, dtype=pl.Int32)}
+    return EntityList(entity, pl.DataFrame(columns), len(src), time.perf_counter() - t0, n_on, n_implied, ranker=label)
 
 
 # -- per-entity baselines (module docstring) --------------------------------------------------------
@@ -534,17 +598,19 @@ def options(d: Mapping, space: CandidateSpace) -> list[Entity]:
 
 def entity_report(d: Mapping, wanted: Sequence[Entity], space: CandidateSpace, gnn: GNNBlocks, band: Band, split,
                   future: Future | None, seed: int, gnn_block: Scorer | None = None,
-                  extra: Mapping[str, tuple[str, Scorer]] | None = None) -> EntityReport | None:
+                  extra: Mapping[str, tuple[str, Scorer]] | None = None,
+                  ranker: tuple[str, Callable] | None = None) -> EntityReport | None:
     """The lists of ``wanted`` and (with a cutoff) the per-entity retrospective evaluation; None
     when there is neither. ``gnn_block``: the GNN's block scorer for the evaluation (default
     ``gnn``; a ``stack.Memo`` shares it with a stack); ``extra``: more learned rankings, key ->
-    (label, scorer), evaluated and lifted like the GNN (``discover.stack``)."""
+    (label, scorer), evaluated and lifted like the GNN (``discover.stack``); ``ranker``: what orders
+    the lists (``rank_entity``; None: the GNN)."""
     if not wanted and future is None:
         return None
     schema = space.kg.schema
     rel = space.relation
     years = None if future is None else dict(zip(zip(future.src.tolist(), future.dst.tolist()), future.year.tolist()))
-    lists = [rank_entity(space, gnn, band, e, int(d["entity_k"]), seed, years) for e in wanted]
+    lists = [rank_entity(space, gnn, band, e, int(d["entity_k"]), seed, years, ranker) for e in wanted]
     report = EntityReport(lists, {rel.src: schema.display_name(rel.dst), rel.dst: schema.display_name(rel.src)},
                           metrics={f"discover_entity_seconds_{i}": e.seconds for i, e in enumerate(lists)})
     if future is None:
@@ -613,13 +679,17 @@ def _sections(report: EntityReport) -> list[tuple[str, str, pl.DataFrame | None,
     retrospective table."""
     parts = [("2", "Per-entity discovery", None, None)] if report.lists else []
     for e in report.lists:
-        t = e.table.rename({"partner": report.partner_type[e.entity.node_type], "score": "GNN score"})
+        t = e.table.rename({"partner": report.partner_type[e.entity.node_type], "score": f"{e.ranker} score",
+                            "gnn_score": "GNN score", "gnn_rank": "GNN rank"}, strict=False)
         twins = ", ".join(map(str, e.entity.twins))
         left = (f"; left out as known: {e.on_twins:,} annotated on its twin{'s' if len(e.entity.twins) > 1 else ''} "
                 f"(id {twins}), {e.implied_by_twins:,} "
                 f"implied by those (their ancestors)" if e.on_twins or e.implied_by_twins else "")
+        other = "" if not e.entity.also else (
+            f"; '{e.entity.name}' also names {e.entity.also_type} id {', '.join(map(str, e.entity.also))}: "
+            f"write '{e.entity.also_type}:{e.entity.name}' (or its id) for that one's list")
         head = (f"{e.entity}: its best {e.table.height} of {e.candidates:,} candidates "
-                f"(GNN ranking, {e.seconds:.2f} s{left})")
+                f"({e.ranker} ranking, {e.seconds:.2f} s{left}{other})")
         parts.append(("3", head, t if t["future_year"].is_not_null().any() else t.drop("future_year"), e))
         parts += [("4" if table is not None else "p", h, table, None) for h, table in e.parts]  # p: a paragraph
     if report.retro is not None:

@@ -97,6 +97,8 @@ def default_out(cfg: DictConfig) -> Path:
     d = cfg.discover
     if d.out:
         return Path(str(d.out))
+    if d.get("entities_only"):  # no review: the reviewer and its evidence take no part in the name
+        return Path(cfg.paths.outputs) / "discover" / str(cfg.relation.name) / f"{cfg.backbone.name}-seed{cfg.seed}-entities"
     name = f"{cfg.backbone.name}-{cfg.llm.name}-{cfg.evidence.mode}-seed{cfg.seed}"
     name += f"-cutoff{d.cutoff}" if d.cutoff is not None else ""
     name += "-reviewed" if d.get("order", "paper") == "reviewed" else ""  # beside the paper order's report
@@ -110,7 +112,9 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     seed, top_k, cutoff = int(cfg.seed), int(d["top_k"]), d.get("cutoff")
     timer = {}
     t0 = time.perf_counter()
-    kg = load_kg(plain(cfg.data), cutoff=cutoff)
+    keep = (lambda whole: entities.sample_keep(whole, cfg.relation.name, cutoff, d)) \
+        if cfg.data.get("subgraph_nodes") and d.get("entities") else None  # a sample holds what is asked about
+    kg = load_kg(plain(cfg.data), cutoff=cutoff, keep=keep)
     relation = kg.schema.relation(cfg.relation.name)
     if cutoff is not None:
         check_cutoff(kg, relation, cutoff)
@@ -138,16 +142,21 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     band = Band(triage.band[0], triage.band[1], True, True)  # clipped cuts route exactly as the infinite ones
     gnn = GNNBlocks(scorer, space)
     timer["prepare"] = time.perf_counter() - t0
-    named_sections = lambda future, *more: named(cfg, d, wanted, new, space, gnn, band, split, future, *more)  # noqa: E731
-    if d.get("entities_only"):
-        return entities_only(cfg, space, band, triage.threshold, metrics, timer, named_sections)
-    fitted = None
-    if d.get("stack"):  # the stacked head, fit on the split's held-out transitions (hygrail/discovery/stack.py)
+    fitted, by = None, d.get("entity_ranker", "gnn")
+    variants = list(dict.fromkeys([*(d.get("stack") or [] if not d.get("entities_only") else []),
+                                   *([by.removeprefix("stack_")] if by != "gnn" and wanted else [])]))
+    if variants:  # the stacked head, fit on the split's held-out transitions (hygrail/discovery/stack.py)
         t0 = time.perf_counter()
         compatible = d.get("compatible") if (d.get("compatible") or {}).get("via") else None
-        fitted = stack.fit(split, triage.scores, list(d["stack"]), compatible, gnn, seed)
+        fitted = stack.fit(split, triage.scores, variants, compatible, gnn, seed)
         metrics |= fitted.metrics()
         timer["stack_fit"] = time.perf_counter() - t0
+    ranker = None if by == "gnn" or not wanted else \
+        (stack.VARIANTS[by.removeprefix("stack_")], fitted.pair_scorer(by.removeprefix("stack_"), space))
+    named_sections = lambda future, *more: named(cfg, d, wanted, new, space, gnn, band, split, future, *more,  # noqa: E731
+                                                 ranker=ranker)
+    if d.get("entities_only"):
+        return entities_only(cfg, space, band, triage.threshold, metrics, timer, named_sections)
 
     # -- triage of the whole space --------------------------------------------------------------
     t0 = time.perf_counter()
@@ -210,8 +219,8 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
         timer["evaluate"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     memo = stack.Memo(rows)  # the per-entity rows read each block once for the GNN and the stack
-    stacked = {f"stack_{v}": (stack.VARIANTS[v], fitted.scorer(v, space, memo)) for v in fitted.models} \
-        if fitted is not None and future is not None else {}
+    stacked = {f"stack_{v}": (stack.VARIANTS[v], fitted.scorer(v, space, memo)) for v in d.get("stack") or []} \
+        if future is not None else {}
     result.entities = named_sections(future, memo, stacked)
     if result.entities is not None:
         metrics |= result.entities.metrics
@@ -227,12 +236,13 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
 
 
 def named(cfg: DictConfig, d: dict, wanted: list, new: list, space: CandidateSpace, gnn: GNNBlocks, band: Band, split,
-          future, gnn_block=None, extra=None) -> entities.EntityReport | None:
+          future, gnn_block=None, extra=None, ranker=None) -> entities.EntityReport | None:
     """The per-entity part: the named entities' lists (and with a cutoff the per-entity retrospective,
-    ``gnn_block`` and ``extra`` as ``entities.entity_report`` reads them), what the graph records for
-    each, and the new compositions' sections (``compositions``)."""
+    ``gnn_block``, ``extra`` and ``ranker`` as ``entities.entity_report`` reads them), what the graph
+    records for each, and the new compositions' sections (``compositions``: ranked by the GNN, whose
+    message passing reaches the new node; the stack's neighbour features would need the graph with it)."""
     seed = int(cfg.seed)
-    report = entities.entity_report(d, wanted, space, gnn, band, split, future, seed, gnn_block, extra)
+    report = entities.entity_report(d, wanted, space, gnn, band, split, future, seed, gnn_block, extra, ranker)
     if not (wanted or new):
         return report
     from hygrail.triage.train import load_scorer
@@ -277,8 +287,7 @@ def entities_only(cfg: DictConfig, space: CandidateSpace, band: Band, threshold:
                                  "gamma": float("nan")}
     metrics |= {f"discover_seconds_{k}": v for k, v in timer.items()}
     rel, schema = space.relation, space.kg.schema
-    sample = cfg.data.get("subgraph_nodes")
-    where = f"{cfg.data.name}, a {int(sample):,}-node sample: a smoke test" if sample else f"{cfg.data.name}, whole graph"
+    where = graph_named(cfg, space.kg)
     scored = (f"only the {len(report.lists)} named entities' candidates (discover.entities_only): the {space.size:,} "
               f"unobserved {schema.display_name(rel.src)}-{schema.display_name(rel.dst)} pairs were not walked, so "
               f"there is no global ranking, no count per region and no LLM review; run without "
@@ -289,8 +298,7 @@ def entities_only(cfg: DictConfig, space: CandidateSpace, band: Band, threshold:
              "seed": cfg.seed, "band [a*, b*]": f"[{band.a:.4f}, {band.b:.4f}]", "GNN-only threshold": f"{threshold:.4f}",
              "seconds": ", ".join(f"{k} {v:.1f}" for k, v in timer.items())}
     table = pl.DataFrame(schema=TABLE_SCHEMA).select(COLUMNS)
-    out = default_out(cfg)
-    result = Discovery(table, metrics, out.with_name(out.name + "-entities"), {}, space=space, graph=space.kg,
+    result = Discovery(table, metrics, default_out(cfg), {}, space=space, graph=space.kg,
                        entities=report)
     result.summary = {"title": f"HyGRAIL discovery: {rel.label} candidates of {len(report.lists)} named entities "
                                f"({where})", "lead": lead, "facts": facts, "warnings": []}
@@ -491,11 +499,12 @@ def entity_cards(cfg: DictConfig, split, triage, band: Band, report: entities.En
         else:
             pairs = [(node, p) if e.entity.node_type == rel.src else (p, node) for p in partner.tolist()]
         rows = {}
-        for rank, key, score in zip(e.table["rank"].to_list(), pairs, e.table["score"].to_list()):
+        gnn_score = e.table["gnn_score" if "gnn_score" in e.table.columns else "score"]  # the band reads the GNN's
+        for rank, key, score in zip(e.table["rank"].to_list(), pairs, gnn_score.to_list()):
             rows[key] = {"gnn_rank": rank, "score": score}
             if key in by_pair:
                 rows[key] |= {"reviewed": by_pair[key][0], "decision": by_pair[key][1]}
-        region = route(e.table["score"].to_numpy(), band)
+        region = route(gnn_score.to_numpy(), band)
         verdicts = [verdict_of(rows[k], int(r), band, triage.threshold, order, fit, rule)[0] for k, r in zip(pairs, region)]
         e.table = e.table.with_columns(pl.Series("verdict", verdicts, dtype=pl.String))
         if n and pairs and node < graph.num_nodes:  # a new composition's node is not in the cut graph: no evidence there
@@ -537,7 +546,7 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
     for b in entities.whole_space_baselines(d):
         scores[b] = walked(lambda b=b: entities.BASELINES[b][1](graph, space, entities.baseline_options(d)),
                            entities.BASELINES[b][0])
-    for v in (fitted.models if fitted is not None else {}):  # the GNN's kept logits, block by block in walk order
+    for v in d.get("stack") or []:  # the GNN's kept logits, block by block in walk order
         scores[f"stack_{v}"] = walked(lambda v=v: fitted.scorer(v, space, stack.Kept(w.scores)), stack.VARIANTS[v])
     if space.size <= int(d["eval_max_pairs"]):
         pa = walk(space, PreferentialAttachment(graph, space), 1, seed, block, keep=True).scores
@@ -700,14 +709,22 @@ def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float
     for x in warnings:
         log.warning(x)
     warnings += [slow] if slow else []
-    # a sample keeps a fraction of each entity's edges: its figures are a smoke test, and say so (issue #34)
-    sample = cfg.data.get("subgraph_nodes")
-    where = f"{cfg.data.name}, a {int(sample):,}-node sample: a smoke test" if sample else f"{cfg.data.name}, whole graph"
-    return {"title": f"HyGRAIL discovery: {rel.label} hypotheses ({where})", "lead": lead, "facts": facts,
+    return {"title": f"HyGRAIL discovery: {rel.label} hypotheses ({graph_named(cfg, space.kg)})", "lead": lead, "facts": facts,
             "order": order,
             "trust": trust, "trust_note": f"Test part of the split: 1 true link per {cfg.split.neg_ratio} sampled "
                                           f"non-links; among the candidates true links are far rarer, so the same "
                                           f"decisions are less precise there.", "warnings": warnings}
+
+
+def graph_named(cfg: DictConfig, kg) -> str:
+    """The graph a page's title names: a sample keeps a fraction of each entity's edges, so its figures
+    are a smoke test, and the title says so (issue #34), with the nodes kept for the named entities."""
+    sample = cfg.data.get("subgraph_nodes")
+    if not sample:
+        return f"{cfg.data.name}, whole graph"
+    kept = f", plus {kg.kept_in_sample:,} kept for the named entities and their neighbours" if kg.kept_in_sample else ""
+    return (f"{cfg.data.name}, a {int(sample):,}-node sample{kept}: a smoke test; it keeps a fraction of each "
+            f"entity's edges, so degree and path signals are weaker than on the whole graph")
 
 
 # The ``order`` fact: which HyGRAIL list the page shows (``retro``'s module docstring).

@@ -199,12 +199,30 @@ class StackFit:
         return self.check | {"stack_fit_seconds": self.seconds,
                              **{f"stack_{v}_trees": float(m.n_iter_) for v, m in self.models.items()}}
 
+    def features(self, space) -> Features:
+        if self._features[0] is not space:
+            self._features = (space, Features(space.kg, space.relation, self.compatible, names_of(self.gnn), space.dst))
+        return self._features[1]
+
     def scorer(self, variant: str, space, gnn_block: Callable | None = None) -> "StackBlocks":
         """``variant`` over ``space``'s blocks, features read from ``space.kg`` (the cut graph);
         ``gnn_block``: the block's GNN logits (``Kept`` in a whole-space walk, ``Memo`` per entity)."""
-        if self._features[0] is not space:
-            self._features = (space, Features(space.kg, space.relation, self.compatible, names_of(self.gnn), space.dst))
-        return StackBlocks(self.models[variant], variant, self._features[1], gnn_block, self.gnn.probability)
+        return StackBlocks(self.models[variant], variant, self.features(space), gnn_block, self.gnn.probability)
+
+    def pair_scorer(self, variant: str, space) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """``variant``'s log-odds of a list of pairs (src[i], dst[i]) of ``space``, features read from
+        ``space.kg``, the GNN's score from ``self.gnn`` (``discover.entity_ranker``: a named entity's
+        candidates, of either end of the relation)."""
+        feats = self.features(space)
+        predict = Predictor(self.models[variant], len(feats.names) + (variant == "with_gnn"))
+
+        def score(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+            x = feats.pairs(src, dst)
+            if variant == "with_gnn":
+                x = np.hstack([x, gnn_prob(self.gnn.probability(self.gnn.pairs(src, dst)))[:, None]])
+            return predict(x)
+
+        return score
 
 
 def _rows(split, part: str, gnn_scores: np.ndarray, feats: Features) -> tuple[np.ndarray, np.ndarray]:
