@@ -145,7 +145,7 @@ def parts(small_run):
                                 graph=known), space)
     logits = walk(space, gnn, 1, 0, int(cfg.discover.block_pairs), keep=True, keep_dtype=np.float32).scores
     fitted = stack.fit(split, triage.scores, ["with_gnn"], None, gnn, int(cfg.seed))
-    return cfg, known, space, gnn, logits, fitted
+    return cfg, known, space, gnn, logits, fitted, split, triage
 
 
 def test_the_stack_reads_the_gnn_it_is_given(parts):
@@ -153,7 +153,7 @@ def test_the_stack_reads_the_gnn_it_is_given(parts):
     stack over a fresh GNN pass (``Memo``): the kept scores are aligned with the walk."""
     from hygrail.discovery.scoring import walk
 
-    cfg, known, space, gnn, logits, fitted = parts
+    cfg, known, space, gnn, logits, fitted, *_ = parts
     block = int(cfg.discover.block_pairs)
     kept = walk(space, fitted.scorer("with_gnn", space, stack.Kept(logits)), 1, 0, block, keep=True).scores
     fresh = walk(space, fitted.scorer("with_gnn", space, stack.Memo(gnn)), 1, 0, block, keep=True).scores
@@ -177,7 +177,7 @@ def test_a_named_entity_is_ranked_by_the_stack_as_the_whole_space_is(parts):
     from hygrail.discovery.scoring import REGION_NAMES
     from hygrail.triage.routing import Band, route
 
-    cfg, known, space, gnn, logits, fitted = parts
+    cfg, known, space, gnn, logits, fitted, *_ = parts
     band = Band(0.3, 0.7, True, True)
     pair = fitted.pair_scorer("with_gnn", space)
     whole = fitted.scorer("with_gnn", space, stack.Memo(gnn))
@@ -201,6 +201,19 @@ def test_a_named_entity_is_ranked_by_the_stack_as_the_whole_space_is(parts):
         if node == src_node:  # a source's row: the pair scorer equals the whole-space blocks
             blk = space.block(np.array([node]))
             np.testing.assert_allclose(whole(blk)[blk.valid], by, rtol=1e-6, atol=1e-6)
+
+
+def test_a_fitted_stack_is_cached_by_what_it_was_fit_on(parts, tmp_path):
+    """``fit_cached``: a second query reads the trees back (no refit) and ranks exactly as the first;
+    another seed or variant list is another entry."""
+    cfg, known, space, gnn, logits, fitted, split, triage = parts
+    first, hit1 = stack.fit_cached(tmp_path, split, triage.scores, ["with_gnn"], None, gnn, int(cfg.seed))
+    again, hit2 = stack.fit_cached(tmp_path, split, triage.scores, ["with_gnn"], None, gnn, int(cfg.seed))
+    assert (hit1, hit2) == (False, True) and again.check == first.check == fitted.check
+    src, dst = entities.entity_pairs(space, entities.Entity(int(space.src[0]), "", known.type_of(int(space.src[0]))))
+    np.testing.assert_array_equal(again.pair_scorer("with_gnn", space)(src, dst), first.pair_scorer("with_gnn", space)(src, dst))
+    _, other = stack.fit_cached(tmp_path, split, triage.scores, ["with_gnn"], None, gnn, int(cfg.seed) + 1)
+    assert not other and len(list(tmp_path.iterdir())) == 2 + 2  # two entries and their lock files
 
 
 def test_error_analysis_reads_a_cell(small_run, tmp_path):

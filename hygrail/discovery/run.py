@@ -148,11 +148,16 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     if variants:  # the stacked head, fit on the split's held-out transitions (hygrail/discovery/stack.py)
         t0 = time.perf_counter()
         compatible = d.get("compatible") if (d.get("compatible") or {}).get("via") else None
-        fitted = stack.fit(split, triage.scores, variants, compatible, gnn, seed)
-        metrics |= fitted.metrics()
+        fitted, hit = stack.fit_cached(Path(cfg.paths.cache) / "stack", split, triage.scores, variants, compatible, gnn,
+                                       seed)
+        metrics |= fitted.metrics() | {"stack_cache_hit": float(hit)}
         timer["stack_fit"] = time.perf_counter() - t0
-    ranker = None if by == "gnn" or not wanted else \
-        (stack.VARIANTS[by.removeprefix("stack_")], fitted.pair_scorer(by.removeprefix("stack_"), space))
+    if by != "gnn" and wanted:
+        t0 = time.perf_counter()
+        ranker = (stack.VARIANTS[by.removeprefix("stack_")], fitted.pair_scorer(by.removeprefix("stack_"), space))
+        timer["stack_features"] = time.perf_counter() - t0  # the cut graph's neighbours, read once
+    else:
+        ranker = None
     named_sections = lambda future, *more: named(cfg, d, wanted, new, space, gnn, band, split, future, *more,  # noqa: E731
                                                  ranker=ranker)
     if d.get("entities_only"):

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -66,6 +67,7 @@ from hygrail.kg import KG, DataError, Relation
 
 K = 20
 VARIANTS = {"with_gnn": "Stack (trees + GNN)", "without_gnn": "Stack without GNN"}
+VERSION = "stack-1"  # bump when a change alters the fitted trees: cached fits (``fit_cached``) then miss
 SIM_ROWS = 512  # rows of a similarity product at a time (512 x 12k float64 = 49 MB on whole HPO)
 
 
@@ -267,6 +269,37 @@ def fit(split, triage_scores, variants: Sequence[str], compatible: Mapping | Non
     x, y = np.vstack([x_val, x_test]), np.concatenate([y_val, y_test])
     models = {v: _trees(x[:, columns(v, x.shape[1])], y, seed) for v in variants}
     return StackFit(models, check, time.perf_counter() - t0, compatible, gnn)
+
+
+def fit_cached(cache: Path | None, split, triage_scores, variants: Sequence[str], compatible: Mapping | None = None,
+               gnn=None, seed: int = 0) -> tuple[StackFit, bool]:
+    """(``fit``'s result, whether it came from ``cache``): the trees are kept under ``cache`` keyed by
+    the GNN's triage cache key (which hashes the split, its graphs and the backbone), the variants,
+    the compatibility option, the seed, this module's ``VERSION`` and scikit-learn's version, so a
+    later query skips the fit (113 s on whole HPO under load, 2026-12-04; the 60 s budget of
+    issue #36's warm query cannot hold it)."""
+    if cache is None:
+        return fit(split, triage_scores, variants, compatible, gnn, seed), False
+    import pickle
+
+    import sklearn
+
+    from hygrail.cache import DiskCache, content_key
+
+    key = content_key(VERSION, triage_scores.key, list(variants), compatible or {}, int(seed), sklearn.__version__)
+    done: list[StackFit] = []
+
+    def write(tmp: Path) -> None:
+        done.append(fit(split, triage_scores, variants, compatible, gnn, seed))
+        with open(tmp / "stack.pkl", "wb") as f:
+            pickle.dump({"models": done[0].models, "check": done[0].check, "seconds": done[0].seconds}, f)
+
+    folder, hit = DiskCache(cache).get_or_create(key, write)
+    if done:
+        return done[0], False
+    with open(folder / "stack.pkl", "rb") as f:  # our own cache folder, written just above by this code
+        kept = pickle.load(f)
+    return StackFit(kept["models"], kept["check"], kept["seconds"], compatible, gnn), hit
 
 
 def columns(variant: str, width: int) -> slice:
