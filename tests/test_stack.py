@@ -113,7 +113,7 @@ def test_the_stack_ranks_the_whole_space_and_each_entity(small_run):
     assert e.ranker == "Stack (trees + GNN)" and {"gnn_score", "gnn_rank"} <= set(e.table.columns)
     md = entities.markdown(result.entities)
     assert f"### {e.entity}: its best 5 of {e.candidates:,} candidates (Stack (trees + GNN) ranking" in md
-    assert "| Stack (trees + GNN) score | GNN score | GNN rank |" in md
+    assert "| Stack (trees + GNN) score | GNN score | GNN rank | GNN region |" in md
     # the error analysis' inputs: each answer's place in every list (1 - its mean is the AUC up to the
     # answers' order among themselves), each entity's hits@10 (its mean is the table's)
     answers = result.retro.answers.drop_nulls("place GNN")

@@ -681,6 +681,8 @@ def _sections(report: EntityReport) -> list[tuple[str, str, pl.DataFrame | None,
     for e in report.lists:
         t = e.table.rename({"partner": report.partner_type[e.entity.node_type], "score": f"{e.ranker} score",
                             "gnn_score": "GNN score", "gnn_rank": "GNN rank"}, strict=False)
+        if e.ranker != "GNN":  # the band and its regions are the GNN's (calibrated on its scores), not the ranker's
+            t = t.rename({"region": "GNN region"})
         twins = ", ".join(map(str, e.entity.twins))
         left = (f"; left out as known: {e.on_twins:,} annotated on its twin{'s' if len(e.entity.twins) > 1 else ''} "
                 f"(id {twins}), {e.implied_by_twins:,} "
