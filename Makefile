@@ -43,7 +43,7 @@ run: $(VENV)/.model ## the embedded default: GNN-only vs HyGRAIL-NE on real HPO 
 # whole graph instead).
 DISCOVER_SYNTHETIC = task=discover relation=chm_apl backbone=rgcn llm=embedded llm.embedded.threads=1 llm.reasoning=clause llm.max_tokens=48 discover.cutoff=$(if $(filter undefined,$(origin CUTOFF)),2020,$(or $(CUTOFF),null))
 DISCOVER = $(if $(filter matkg_synthetic,$(DATA)),$(DISCOVER_SYNTHETIC),$(if $(filter-out hpo,$(DATA)),$(error make discover: DATA=$(DATA); expected nothing or hpo (whole HPO) or matkg_synthetic),$(if $(filter-out undefined,$(origin CUTOFF)),$(error make discover: CUTOFF=$(CUTOFF) on HPO; expected no CUTOFF (it is for DATA=matkg_synthetic; an HPO cutoff: make retro DATA=hpo CUTOFF=year)),experiment=discover_hpo)))
-discover: $(if $(filter matkg_synthetic,$(DATA)),$(VENV)/.model,$(VENV)/.installed) ## two named diseases' best new clinical features on the whole HPO graph, HTML (~25 min the first time, ~30 s with the model cached); DATA=matkg_synthetic: CHM-APL hypotheses scored against edges after CUTOFF=2020, embedded reviewer
+discover: $(if $(filter matkg_synthetic,$(DATA)),$(VENV)/.model,$(VENV)/.installed) ## two named diseases' best new clinical features on the whole HPO graph, HTML (~30 min the first time, resumable; ~40 s once cached); DATA=matkg_synthetic: CHM-APL hypotheses scored against edges after CUTOFF=2020, embedded reviewer
 	$(PYTHON) -m hygrail.sweep $(DISCOVER) $(ARGS)
 
 # make retro DATA=hpo CUTOFF=2015 | DATA=synthesis_recipes CUTOFF=2014: the whole-graph retrospective (issue #34);

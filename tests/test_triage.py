@@ -270,6 +270,25 @@ def test_fit_is_deterministic(planted_split, name):
     assert not torch.are_deterministic_algorithms_enabled()  # fit leaves the process as it found it
 
 
+@pytest.mark.parametrize("name", ["rgcn", "rgcn_plus"])
+def test_a_killed_training_goes_on_to_the_same_model(planted_split, name, tmp_path):
+    """Issue #36: training is resumable. Stopped after 2 of 6 epochs and run again with the same
+    resume folder, it ends with the uninterrupted run's scores and best epoch (the RNG, the best
+    weights so far and early stopping come back with the epoch's state)."""
+    cfg = FAST[name] | {"epochs": 6, "val_every": 1, "patience": 3, "disjoint_train_ratio": 0.5}
+    whole = train.fit(planted_split, cfg, seed=7)
+    part = train.fit(planted_split, cfg, seed=7, resume=tmp_path, stop_after=2)
+    assert (tmp_path / "last.ckpt").exists() and part.trainer.current_epoch == 2
+    rest = train.fit(planted_split, cfg, seed=7, resume=tmp_path)
+    # rgcn peaks at epoch 1 and stops early at 4 (patience 3 counted across the break); rgcn_plus runs all 6
+    assert (whole.best_epoch, whole.trainer.current_epoch) == {"rgcn": (1, 4), "rgcn_plus": (6, 6)}[name]
+    assert (rest.best_epoch, rest.trainer.current_epoch) == (whole.best_epoch, whole.trainer.current_epoch)
+    np.testing.assert_array_equal(rest.scores["val"], whole.scores["val"])
+    np.testing.assert_array_equal(rest.scores["test"], whole.scores["test"])
+    if whole.best_epoch > 2:  # two epochs alone are another model
+        assert not np.array_equal(part.scores["test"], whole.scores["test"])
+
+
 @pytest.mark.parametrize("name", ["heteroconv", "hgt", "rgcn", "hgt_plus", "hgt_plus_head"])
 def test_scorer_equals_the_trained_models_scores(planted_split, name):
     """Encode once + decode in chunks (what discovery runs over a candidate space) gives the scores
@@ -407,6 +426,7 @@ TINY = {"name": "heteroconv", "hidden": 16, "epochs": 3, "val_every": 1}
 def test_scores_are_cached(planted_split, tmp_path, monkeypatch):
     first = triage_scores(planted_split, TINY, 42, tmp_path)
     assert not first.cache_hit and first.fit_seconds > 0 and first.checkpoint.is_file()
+    assert not list(tmp_path.glob(".resume-*"))  # each epoch's state was kept while training, dropped once done
     assert len(first.val) == planted_split.part("val").height
 
     def no_training(*args, **kwargs):
@@ -451,12 +471,14 @@ def test_crash_while_writing_leaves_no_entry(planted_split, tmp_path, monkeypatc
         raise KeyboardInterrupt  # stands in for a kill after the scores file was written
 
     monkeypatch.setattr(L.Trainer, "save_checkpoint", killed)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises((KeyboardInterrupt, SystemExit)):  # inside trainer.fit (each epoch's save) Lightning exits(1)
         triage_scores(planted_split, TINY, 42, tmp_path)
-    assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == []
+    # no entry; only the (empty: the kill came at the first save) folder a resumed training reads
+    key = train.cache_key(planted_split, train.plain_config(TINY), 42)
+    assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == [f".resume-{key}"]
     monkeypatch.undo()
     again = triage_scores(planted_split, TINY, 42, tmp_path)
-    assert not again.cache_hit and again.checkpoint.is_file()
+    assert not again.cache_hit and again.checkpoint.is_file() and not list(tmp_path.glob(".resume-*"))
 
 
 def test_unknown_backbone_is_a_one_line_data_error(planted_split):

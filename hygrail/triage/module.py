@@ -31,8 +31,10 @@ Logged with ``self.log`` (a no-op without a Lightning logger): ``train_loss`` pe
 from __future__ import annotations
 
 import copy
+import random
 
 import lightning as L
+import numpy as np
 import torch
 import torch.nn.functional as F
 from sklearn.metrics import average_precision_score
@@ -43,6 +45,12 @@ from hygrail.triage.features import drop_target_edges
 from hygrail.thresholds import max_f1
 
 SELECT_ON = ("f1", "ap")
+
+
+def _numpy_state() -> tuple:
+    """numpy's global RNG state in types a weights-only ``torch.load`` (Lightning's resume) reads."""
+    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    return name, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(gauss)
 
 
 class TriageModule(L.LightningModule):
@@ -113,6 +121,23 @@ class TriageModule(L.LightningModule):
         if score > self.best_score:
             self.best_score, self.best_epoch = score, self.current_epoch + 1
             self.best_state = copy.deepcopy(self.state_dict())
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        """A resumable epoch's checkpoint (``train.EpochSave``) also holds the best epoch so far and
+        the RNGs training draws from (torch: folds, supervision masks, dropout; Python's ``random``:
+        PyG's ``negative_sampling``; numpy's, to be safe), so a resumed run goes on exactly as the
+        uninterrupted one would."""
+        checkpoint["hygrail"] = {"best_score": self.best_score, "best_epoch": self.best_epoch,
+                                 "best_state": self.best_state, "torch_rng": torch.get_rng_state(),
+                                 "python_rng": random.getstate(), "numpy_rng": _numpy_state()}
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        if (kept := checkpoint.get("hygrail")) is not None:
+            self.best_score, self.best_epoch, self.best_state = kept["best_score"], kept["best_epoch"], kept["best_state"]
+            torch.set_rng_state(kept["torch_rng"])
+            random.setstate(kept["python_rng"])
+            name, keys, pos, has_gauss, gauss = kept["numpy_rng"]
+            np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
 
     def restore_best(self) -> None:
         """Load the best validated weights (no-op when validation never ran: the last ones stay)."""

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import time
 import warnings
 from contextlib import contextmanager
@@ -47,7 +48,7 @@ import lightning as L
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
-from lightning.pytorch.callbacks import EarlyStopping
+from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
 from torch.utils.data import DataLoader, Dataset
 from torch_geometric.utils import negative_sampling
 from tqdm import tqdm
@@ -59,6 +60,8 @@ from hygrail.triage.backbones import BACKBONES
 from hygrail.triage.features import hetero_graph, link_feature_names, node_inputs, target_edge_positions
 from hygrail.triage.module import TriageModule
 from hygrail.thresholds import max_f1
+
+log = logging.getLogger("hygrail.triage")
 
 # Bump when a code change alters trained scores: old cache entries then miss instead of lying.
 CODE_VERSION = "triage-5"  # 5: the plus head compares its input sets without the logit, over head_repeats partitions
@@ -106,8 +109,10 @@ def triage_scores(
 
     fitted: list[FitResult] = []
 
+    resume = Path(cache_dir) / f".resume-{key}"  # each epoch's state: a killed training goes on from there
+
     def write(tmp: Path) -> None:
-        run = fit(split, cfg, seed, progress, logger)
+        run = fit(split, cfg, seed, progress, logger, resume=resume)
         fitted.append(run)
         np.savez(tmp / "scores.npz", val=run.scores["val"], test=run.scores["test"])
         run.trainer.save_checkpoint(tmp / "model.ckpt", weights_only=True)
@@ -127,6 +132,7 @@ def triage_scores(
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
 
     entry, hit = DiskCache(Path(cache_dir)).get_or_create(key, write)
+    shutil.rmtree(resume, ignore_errors=True)  # the entry is complete: its epochs are not needed again
     meta = json.loads((entry / "meta.json").read_text())
     with np.load(entry / "scores.npz") as z:
         val, test = z["val"], z["test"]
@@ -432,34 +438,46 @@ class FitResult:
     best_epoch: int
 
 
-def fit(split: Split, cfg: Mapping, seed: int, progress: bool = False, logger=None) -> FitResult:
+def fit(split: Split, cfg: Mapping, seed: int, progress: bool = False, logger=None, resume: Path | None = None,
+        stop_after: int | None = None) -> FitResult:
     """Seeded, deterministic training by a lean Lightning Trainer on CPU; the weights of the best
     validation epoch (max-F1, or average precision with ``select_on: ap``) are kept (the last ones
     if validation never ran). ``patience``: stop after that many validations without a gain
-    (Lightning's EarlyStopping on ``val_ap``/``val_f1``); absent = run every epoch."""
+    (Lightning's EarlyStopping on ``val_ap``/``val_f1``); absent = run every epoch. ``resume``: a
+    folder where each epoch's state is kept (``EpochSave``) and, when one is there, training goes
+    on from it, to the same weights as without the break (``TriageModule.on_save_checkpoint``);
+    ``seconds`` then counts this process's part. ``stop_after``: end after that many epochs (tests:
+    an interrupted run)."""
     epochs, val_every = int(cfg["epochs"]), int(cfg["val_every"])
     L.seed_everything(seed, verbose=False)
     module, batches, train_data = build_module(split, cfg)
     callbacks = [EpochBar(f"{cfg['name']} {split.relation.name}")] if progress else []
     if cfg.get("patience"):
         callbacks.append(EarlyStopping(f"val_{module.select_on}", patience=int(cfg["patience"]), mode="max"))
+    last = None
+    if resume is not None:
+        resume.mkdir(parents=True, exist_ok=True)
+        callbacks.append(EpochSave(resume / "last.ckpt"))
+        if (resume / "last.ckpt").exists():
+            last = resume / "last.ckpt"
+            log.info("%s %s: resuming training from %s", cfg["name"], split.relation.name, last)
     with _quiet_lightning(), _restore_determinism(), lean_rgcn(module.backbone, module.score_chunk is not None):
         trainer = L.Trainer(
             accelerator="cpu",
             devices=1,
-            max_epochs=epochs,
+            max_epochs=epochs if stop_after is None else min(epochs, stop_after),
             check_val_every_n_epoch=val_every,
             num_sanity_val_steps=0,  # an untrained model must not become "best"
             deterministic=True,
             logger=logger if logger is not None else False,
             log_every_n_steps=1,  # an epoch is 1 (paper) or `folds` steps; curves are logged per epoch
-            enable_checkpointing=False,
+            enable_checkpointing=resume is not None,  # EpochSave only: Lightning adds no checkpoint of its own
             enable_progress_bar=False,
             enable_model_summary=False,
             callbacks=callbacks,
         )
         t0 = time.perf_counter()
-        trainer.fit(module, DataLoader(train_data, batch_size=None), _one_batch(batches["val"]))
+        trainer.fit(module, DataLoader(train_data, batch_size=None), _one_batch(batches["val"]), ckpt_path=last)
         seconds = time.perf_counter() - t0
     module.restore_best()
     best_epoch = module.best_epoch if module.best_state is not None else trainer.current_epoch
@@ -492,14 +510,30 @@ class EpochBar(L.Callback):
     def __init__(self, desc: str):
         self.desc, self.bar = desc, None
 
-    def on_train_start(self, trainer, pl_module):
-        self.bar = tqdm(total=trainer.max_epochs, desc=f"train {self.desc}", unit="epoch", leave=False)
+    def on_train_start(self, trainer, pl_module):  # a resumed run starts the bar at its epoch
+        self.bar = tqdm(total=trainer.max_epochs, initial=trainer.current_epoch, desc=f"train {self.desc}",
+                        unit="epoch", leave=False)
 
     def on_train_epoch_end(self, trainer, pl_module):
         self.bar.update(1)
 
     def on_train_end(self, trainer, pl_module):
         self.bar.close()
+
+
+class EpochSave(Checkpoint):
+    """The trainer's whole state after each epoch into ``path`` (written beside it, then renamed, so
+    a kill leaves the previous epoch's): ``fit(resume=...)`` goes on from there (issue #36: a 25-min
+    whole-graph training killed at minute 20 began again). A ``Checkpoint`` so Lightning calls it
+    after EarlyStopping has counted the epoch (its validation ran before ``on_train_epoch_end``)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        tmp = self.path.with_suffix(".tmp")
+        trainer.save_checkpoint(tmp)
+        tmp.replace(self.path)
 
 
 def build_backbone(graph_kg: KG, relation, cfg: Mapping):
