@@ -148,6 +148,21 @@ def parts(small_run):
     return cfg, known, space, gnn, logits, fitted, split, triage
 
 
+def test_the_entity_ranker_alone_fits_the_stack_but_adds_no_ranking(small_run):
+    """``discover.entity_ranker=stack_without_gnn`` with ``discover.stack=[]``: the lists are the
+    stack's, the retrospective tables rank only what ``discover.stack`` names (none)."""
+    import hygrail.discovery.run as run
+
+    cfg, _ = small_run
+    cfg = cfg.copy()
+    cfg.discover.stack, cfg.discover.entity_ranker = [], "stack_without_gnn"
+    result = run.discover(cfg)
+    (e,) = result.entities.lists
+    assert e.ranker == "Stack without GNN" and "stack_without_gnn_trees" in result.metrics
+    assert not any(m.startswith("Stack") for m in result.retro.headline_rows()["method"].to_list())
+    assert not any(k.startswith("retro_stack_") or k.startswith("retro_entity_stack_") for k in result.metrics)
+
+
 def test_the_stack_reads_the_gnn_it_is_given(parts):
     """The whole-space stack (the GNN's kept logits, ``Kept``) scores each block exactly as the same
     stack over a fresh GNN pass (``Memo``): the kept scores are aligned with the walk."""

@@ -559,7 +559,7 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
         scores["novelty"], scores["degree_adjusted"] = novelty_scores(
             w.scores, distances(graph, src, dst, int(d["distance_cap"])), pa, float(d["novelty_beta"]))
     labels = METHODS | {b: entities.BASELINES[b][0] for b in entities.whole_space_baselines(d)} | \
-        {f"stack_{v}": stack.VARIANTS[v] for v in (fitted.models if fitted is not None else {})}
+        {f"stack_{v}": stack.VARIANTS[v] for v in d.get("stack") or []}
     scores = {labels[k]: v for k, v in scores.items()}
     pos = space.positions(src, dst, future.src, future.dst)
     if (pos < 0).any():
@@ -595,7 +595,7 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
         metrics |= {f"retro_hygrail_minus_gnn_precision_at_{row['K']}": row["HyGRAIL - GNN"],
                     f"retro_hygrail_gained_at_{row['K']}": float(row["gained"]),
                     f"retro_hygrail_lost_at_{row['K']}": float(row["lost"])}
-    for v in (fitted.models if fitted is not None and reviewed else {}):  # the reviewed list against the stacked ranker's
+    for v in (d.get("stack") or [] if reviewed else []):  # the reviewed list against the stacked ranker's
         for row in paired_precision(order, result.heads[stack.VARIANTS[v]], y, paired["K"]).iter_rows(named=True):
             metrics[f"retro_hygrail_minus_stack_{v}_precision_at_{row['K']}"] = row["HyGRAIL - GNN"]
     key = {label: k for k, label in labels.items()}
