@@ -376,18 +376,18 @@ def test_a_sample_keeps_the_named_entities_and_their_neighbours():
     from omegaconf import OmegaConf
 
     from hygrail.data import data_config, load_kg
-    from hygrail.discovery.run import graph_named
+    from hygrail.discovery.run import graph_named, sample_keep
 
     whole = load_kg(data_config(scale=0.5))
     plain = load_kg(data_config(scale=0.5, subgraph_nodes=300), cutoff=2020)
     dropped = next(int(n) for n in whole.nodes_of_type("CHM")
                    if whole.until(2020).degree[n] > 3 and whole.names[n] not in set(plain.names))
     d = {"entities": [whole.names[dropped]], "compositions": {}}
-    keep = entities.sample_keep(whole, "chm_apl", 2020, d)
+    keep = sample_keep(whole, "chm_apl", 2020, d)
     neighbours = whole.until(2020).neighbors(dropped)[0]
     assert set(keep.tolist()) == {dropped, *neighbours.tolist()}
     sample = load_kg(data_config(scale=0.5, subgraph_nodes=300), cutoff=2020,
-                     keep=lambda kg: entities.sample_keep(kg, "chm_apl", 2020, d))
+                     keep=lambda kg: sample_keep(kg, "chm_apl", 2020, d))
     assert whole.names[dropped] in sample.names and {whole.names[n] for n in neighbours} <= set(sample.names)
     assert sample.kept_in_sample == sample.num_nodes - 300 > 0
     assert set(plain.names) <= set(sample.names)  # the draw itself is unchanged
@@ -397,4 +397,4 @@ def test_a_sample_keeps_the_named_entities_and_their_neighbours():
         f"neighbours: a smoke test; it keeps a fraction of each entity's edges, so degree and path signals are "
         f"weaker than on the whole graph")
     with pytest.raises(DataError, match=r"^discover.entities: no CHM or APL is named 'qqqq"):
-        entities.sample_keep(whole, "chm_apl", 2020, {"entities": ["qqqq" + whole.names[dropped]]})
+        sample_keep(whole, "chm_apl", 2020, {"entities": ["qqqq" + whole.names[dropped]]})

@@ -34,7 +34,7 @@ def data_path(path: str) -> Path:
 def load_kg(cfg: Mapping, cutoff: int | None = None, keep: Callable[[KG], np.ndarray] | None = None) -> KG:
     """Build the KG a ``conf/data/*.yaml`` describes (then an optional type-preserving subgraph,
     drawn by what was known at ``cutoff`` when one is given: ``subgraph.sample_subgraph``; ``keep``:
-    the node ids of the whole KG the subgraph must hold, e.g. ``entities.sample_keep``)."""
+    the node ids of the whole KG the subgraph must hold, e.g. ``discovery.run.sample_keep``)."""
     schema = Schema.from_config(cfg["schema"])
     loader = cfg["loader"]
     if loader == "synthetic":

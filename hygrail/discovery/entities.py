@@ -211,31 +211,6 @@ def resolve(space: CandidateSpace, given: Sequence) -> list[Entity]:
     return out
 
 
-def sample_keep(kg: KG, relation: str, cutoff: int | None, d: Mapping) -> np.ndarray:
-    """The node ids of the whole ``kg`` a subgraph sample must hold for ``d``'s named entities (issue
-    #36: a sample silently dropped Alström syndrome and BaTiO3): each entity named by name (an id names
-    a node of the sample), its twins and the other-type node of its name, their neighbours in the graph
-    known at ``cutoff`` (so no answer after it is kept for them alone), and a new composition's
-    elements. Names are resolved on the whole graph: a typo fails here, with the whole graph's closest
-    names."""
-    from hygrail.discovery import compositions
-
-    known = kg if cutoff is None else kg.until(cutoff)
-    space = CandidateSpace(known, kg.schema.relation(relation))
-    given, new = compositions.options(d, space)
-    named = resolve(space, [v for v in given if not (isinstance(v, int) or str(v).strip().isdigit())])
-    core = {n for e in named for n in (e.node, *e.twins, *e.also)}
-    nodes = set(core)
-    for n in core:
-        nodes.update(known.neighbors(n)[0].tolist())
-    via = (d.get("compositions") or {}).get("via")
-    if new and via:
-        wanted = {x for f in new for x in f.elements}
-        nodes.update(int(i) for i in kg.nodes_of_type(via) if kg.names[i] in wanted)
-        nodes.update(f.node for f in new if f.node is not None)
-    return np.array(sorted(nodes), dtype=np.int64)
-
-
 def _typed(value, types: list[str]) -> tuple[object, list[str]]:
     """(the name, the node types it may name): '<type>:<name>' names a node of that type only
     ('Precursor:BaTiO3'), anything else either of the relation's types."""

@@ -41,6 +41,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import polars as pl
@@ -57,7 +58,7 @@ from hygrail.discovery.space import CandidateSpace, tiebreak
 from hygrail.discovery.trust import (REGION_TEXT, UNTRUSTED, accept_warning, band_note, contamination, gnn_reason,
                                      region_precision, review_reason, reviewer_figures, score_shift, untrusted)
 from hygrail.evidence.mode import Hypothesis, load_mode
-from hygrail.kg import DataError
+from hygrail.kg import KG, DataError
 from hygrail.stages import build_split, gnn_stage, hypotheses, plain, reviewer_for, val_gamma
 from hygrail.review import calibrate
 from hygrail.review.stage import check_failures, decide, fallback_note
@@ -112,7 +113,7 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     seed, top_k, cutoff = int(cfg.seed), int(d["top_k"]), d.get("cutoff")
     timer = {}
     t0 = time.perf_counter()
-    keep = (lambda whole: entities.sample_keep(whole, cfg.relation.name, cutoff, d)) \
+    keep = (lambda whole: sample_keep(whole, cfg.relation.name, cutoff, d)) \
         if cfg.data.get("subgraph_nodes") and d.get("entities") else None  # a sample holds what is asked about
     kg = load_kg(plain(cfg.data), cutoff=cutoff, keep=keep)
     relation = kg.schema.relation(cfg.relation.name)
@@ -256,6 +257,29 @@ def named(cfg: DictConfig, d: dict, wanted: list, new: list, space: CandidateSpa
         report, d, space, new, band=band, seed=seed, future=future,
         scorer_for=lambda graph: load_scorer(split, plain(cfg.backbone), seed, Path(cfg.paths.cache) / "triage",
                                              int(d["encode_edges"]), graph=graph))
+
+
+def sample_keep(kg: KG, relation: str, cutoff: int | None, d: Mapping) -> np.ndarray:
+    """The node ids of the whole ``kg`` a subgraph sample must hold for ``d``'s named entities (issue
+    #36: a sample silently dropped Alström syndrome and BaTiO3): each entity named by name (an id names
+    a node of the sample), its twins and the other-type node of its name, their neighbours in the graph
+    known at ``cutoff`` (so no answer after it is kept for them alone), and a new composition's
+    elements. Names are resolved on the whole graph: a typo fails here, with the whole graph's closest
+    names."""
+    known = kg if cutoff is None else kg.until(cutoff)
+    space = CandidateSpace(known, kg.schema.relation(relation))
+    given, new = compositions.options(d, space)
+    named = entities.resolve(space, [v for v in given if not (isinstance(v, int) or str(v).strip().isdigit())])
+    core = {n for e in named for n in (e.node, *e.twins, *e.also)}
+    nodes = set(core)
+    for n in core:
+        nodes.update(known.neighbors(n)[0].tolist())
+    via = (d.get("compositions") or {}).get("via")
+    if new and via:
+        wanted = {x for f in new for x in f.elements}
+        nodes.update(int(i) for i in kg.nodes_of_type(via) if kg.names[i] in wanted)
+        nodes.update(f.node for f in new if f.node is not None)
+    return np.array(sorted(nodes), dtype=np.int64)
 
 
 # The ranked table's columns (cards.COLUMNS) and types, for the empty table of ``discover.entities_only``.
