@@ -286,6 +286,7 @@ def test_a_discovery_run_writes_the_new_composition_and_what_is_recorded(tmp_pat
         # the whole run adds each row's verdict (the band, the reviews); entities_only reviews nothing
         assert a.table.drop("verdict").equals(b.table) and [h for h, _ in a.parts] == [h for h, _ in b.parts]
         assert all(x.equals(y) for (_, x), (_, y) in zip(a.parts, b.parts) if x is not None)
+    assert only.summary["lead"][0].startswith(f"Ranked by {cfg.backbone.name}: only the ")
     m = json.loads((out_only / "metrics.json").read_text())
     assert m["discover_entities_only"] == 1.0 and m["gnn_cache_hit"] == 1.0 and "discover_seconds_score" not in m
     assert only.table.height == 0 and only.table.columns == result.table.columns

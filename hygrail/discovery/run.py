@@ -322,10 +322,12 @@ def entities_only(cfg: DictConfig, space: CandidateSpace, band: Band, threshold:
               f"unobserved {schema.display_name(rel.src)}-{schema.display_name(rel.dst)} pairs were not walked, so "
               f"there is no global ranking, no count per region and no LLM review; run without "
               f"discover.entities_only for those")
-    lead = [f"Scored by {cfg.backbone.name}: {scored}.",
+    rankers = sorted({e.ranker for e in report.lists})
+    by = cfg.backbone.name if rankers == ["GNN"] else f"{', '.join(rankers)} (GNN: {cfg.backbone.name})"
+    lead = [f"Ranked by {by}: {scored}.",
             "Suggestions are model-generated candidates for expert or experimental validation, not findings."]
     facts = {"scored": scored, "data": cfg.data.name, "relation": f"{rel.name} ({rel.label})", "backbone": cfg.backbone.name,
-             "seed": cfg.seed, "band [a*, b*]": f"[{band.a:.4f}, {band.b:.4f}]", "GNN-only threshold": f"{threshold:.4f}",
+             "ranked by": by, "seed": cfg.seed, "band [a*, b*]": f"[{band.a:.4f}, {band.b:.4f}]", "GNN-only threshold": f"{threshold:.4f}",
              "seconds": ", ".join(f"{k} {v:.1f}" for k, v in timer.items())}
     table = pl.DataFrame(schema=TABLE_SCHEMA).select(COLUMNS)
     result = Discovery(table, metrics, default_out(cfg), {}, space=space, graph=space.kg,
