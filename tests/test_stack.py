@@ -195,6 +195,7 @@ def test_a_named_entity_is_ranked_by_the_stack_as_the_whole_space_is(parts):
     cfg, known, space, gnn, logits, fitted, *_ = parts
     band = Band(0.3, 0.7, True, True)
     pair = fitted.pair_scorer("with_gnn", space)
+    by_pairs = fitted.pair_scorer("with_gnn", space, max_sources=0)  # every list pair by pair
     whole = fitted.scorer("with_gnn", space, stack.Memo(gnn))
     src_node, dst_node = space.src[np.argmax(known.degree[space.src])], space.dst[np.argmax(known.degree[space.dst])]
     for node in (src_node, dst_node):
@@ -213,7 +214,9 @@ def test_a_named_entity_is_ranked_by_the_stack_as_the_whole_space_is(parts):
             assert rank_of[row["id"]] <= row["gnn_rank"] <= rank_of[row["id"]] + int((g == g[partner == row["id"]][0]).sum()) - 1
         assert t["gnn_score"].to_list() == pytest.approx(gnn.probability(g[[np.flatnonzero(partner == i)[0] for i in t["id"]]]).tolist())
         assert t["region"].to_list() == [REGION_NAMES[int(r)] for r in route(t["gnn_score"].to_numpy(), band)]
-        if node == src_node:  # a source's row: the pair scorer equals the whole-space blocks
+        # the row path (a source's list) and the pair path give the same scores
+        np.testing.assert_allclose(by_pairs(src, dst), by, rtol=1e-5, atol=1e-5)
+        if node == src_node:  # a source's row: the whole-space blocks' own
             blk = space.block(np.array([node]))
             np.testing.assert_allclose(whole(blk)[blk.valid], by, rtol=1e-6, atol=1e-6)
 
