@@ -308,8 +308,8 @@ def entities_only(cfg: DictConfig, space: CandidateSpace, band: Band, threshold:
     the imports alone took 24-25 s at that load. So the 60 s budget holds, with little margin under
     load; the next levers are a parsed-KG cache and the imports. The lists equal the whole run's,
     whose two-stage walk over the 38.6 M candidates took 83 s and whose first run trained the model
-    in 1,554 s. Whole HPO (``make discover``, 3 diseases, ranked by the cached stack): 38 s wall
-    (conf/experiment/discover_hpo.yaml)."""
+    in 1,554 s. Whole HPO (ranked by the cached stack; conf/experiment/discover_hpo.yaml): 3 diseases
+    in 38 s wall, 10 (15 sections with their twins) in 52 s under load 2."""
     t0 = time.perf_counter()
     report = named_sections(None)
     timer["entities"] = time.perf_counter() - t0
