@@ -192,6 +192,9 @@ def test_each_verdict_names_its_rule_and_numbers():
     assert "so a score in (0.2400, 0.3423) is accepted by the band although the GNN-only decision would reject it" in note
     assert "of 2,000 validation non-links, 1.0% score above b* on the training graph and 5.0% on the cut graph" in note
     assert "b* lies below" not in trust.band_note(Band(0.1, 0.5, True, True), 0.3)
+    # an empty band (whole HPO's no-cutoff model: [0.3323, 0.3323]) says why nothing is reviewed
+    assert "The band is empty" in trust.band_note(Band(0.3323, 0.3323, True, True), 0.3467)
+    assert "The band is empty" not in trust.band_note(Band(0.1, 0.5, True, True), 0.3)
     # gamma = inf: the reviewer was not trusted; its "yes" is not the reason for the reject
     assert trust.untrusted(float("inf")) and not trust.untrusted(0.8) and not trust.untrusted(None)
     yes = ReviewResult("yes", 0.79, "stated", "Plausible.", "", None)

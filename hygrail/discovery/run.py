@@ -327,7 +327,10 @@ def entities_only(cfg: DictConfig, space: CandidateSpace, band: Band, threshold:
     lead = [f"Ranked by {by}: {scored}.",
             "Suggestions are model-generated candidates for expert or experimental validation, not findings."]
     facts = {"scored": scored, "data": cfg.data.name, "relation": f"{rel.name} ({rel.label})", "backbone": cfg.backbone.name,
-             "ranked by": by, "seed": cfg.seed, "band [a*, b*]": f"[{band.a:.4f}, {band.b:.4f}]", "GNN-only threshold": f"{threshold:.4f}",
+             "ranked by": by, "seed": cfg.seed, "band [a*, b*]": f"[{band.a:.4f}, {band.b:.4f}]" + (" (empty: one cut leaves the routing's purities on "
+                                                                    "validation; nothing would be reviewed)"
+                                                                    if band.a == band.b else ""),
+             "GNN-only threshold": f"{threshold:.4f}",
              "seconds": ", ".join(f"{k} {v:.1f}" for k, v in timer.items())}
     table = pl.DataFrame(schema=TABLE_SCHEMA).select(COLUMNS)
     result = Discovery(table, metrics, default_out(cfg), {}, space=space, graph=space.kg,

@@ -93,6 +93,10 @@ def band_note(band, threshold: float, shift: dict | None = None) -> str:
     out = (f"Outside the band the GNN decides: above b* = {band.b:.4f} accepted, below a* = {band.a:.4f} rejected, "
            f"without review; the GNN-only threshold ({threshold:.4f}, max F1 on validation) decides only routed "
            f"candidates beyond the review budget.")
+    if band.a == band.b:
+        out += (" The band is empty: on validation one cut already leaves the purities the routing asks for on both "
+                "sides (routing.m below a*, routing.n above b*), so no candidate is routed to the reviewer and "
+                "HyGRAIL's decisions are the GNN's.")
     if band.b < threshold:
         out += (f" b* lies below the threshold, so a score in ({band.b:.4f}, {threshold:.4f}) is accepted by the band "
                 f"although the GNN-only decision would reject it.")
