@@ -6,8 +6,9 @@ does this disease have?", not "which pairs of the whole space?"; the global rank
 few entities' pairs and says nothing about the rest. Each entity of ``discover.entities`` gets its
 own list: its candidates (pairs with a node of the relation's other type that the candidate space
 holds: known, not observed, not excluded; ``CandidateSpace.contains``) ranked by the discovery
-GNN's logits (ties by ``space.tiebreak``, as every ranking of discovery), the best
-``discover.entity_k`` as a section of the report (``hypotheses.md``, ``index.html``).
+GNN's logits, or by the stacked ranker (``discover.entity_ranker``, hygrail/discovery/stack.py; the
+GNN's score, rank and band region beside), ties by ``space.tiebreak`` as every ranking of
+discovery; the best ``discover.entity_k`` as a section of the report (``hypotheses.md``, ``index.html``).
 
 Naming an entity (``resolve``): a node id (the ``left_id`` / ``right_id`` of the report's table: the
 loaders keep no source keys such as HPO's OMIM ids beyond the names made unique with them), else,
@@ -285,7 +286,7 @@ def known_on_twins(kg: KG, entity: Entity) -> set[int]:
 @dataclass
 class EntityList:
     entity: Entity
-    table: pl.DataFrame  # rank, partner, id, score, region, future_year (best entity_k)
+    table: pl.DataFrame  # rank, partner, id, score, [gnn_score, gnn_rank,] region, future_year (best entity_k)
     candidates: int  # how many candidates the entity has (less those known on a twin or implied by them)
     seconds: float  # to rank them
     on_twins: int = 0  # candidates left out: annotated on a twin (``known_on_twins``)
@@ -356,8 +357,7 @@ def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entit
     src, dst = src[~(on_twin | by_twin)], dst[~(on_twin | by_twin)]
     logits = gnn.pairs(src, dst)
     label, by = ("GNN", logits) if ranker is None else (ranker[0], np.asarray(ranker[1](src, dst), dtype=np.float64))
-    order = ranking(by, src, dst, seed)
-    top = order[:k]
+    top = ranking(by, src, dst, seed)[:k]
     s, d = src[top], dst[top]
     partner = np.where(s == entity.node, d, s)
     gnn_score = gnn.probability(logits[top])
