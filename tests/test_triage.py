@@ -277,9 +277,9 @@ def test_a_killed_training_goes_on_to_the_same_model(planted_split, name, tmp_pa
     weights so far and early stopping come back with the epoch's state)."""
     cfg = FAST[name] | {"epochs": 6, "val_every": 1, "patience": 3, "disjoint_train_ratio": 0.5}
     whole = train.fit(planted_split, cfg, seed=7)
-    part = train.fit(planted_split, cfg, seed=7, resume=tmp_path, stop_after=2)
+    part = train.fit(planted_split, cfg, seed=7, resume=tmp_path, stop_after=2, save_every_s=0)
     assert (tmp_path / "last.ckpt").exists() and part.trainer.current_epoch == 2
-    rest = train.fit(planted_split, cfg, seed=7, resume=tmp_path)
+    rest = train.fit(planted_split, cfg, seed=7, resume=tmp_path, save_every_s=0)
     # rgcn peaks at epoch 1 and stops early at 4 (patience 3 counted across the break); rgcn_plus runs all 6
     assert (whole.best_epoch, whole.trainer.current_epoch) == {"rgcn": (1, 4), "rgcn_plus": (6, 6)}[name]
     assert (rest.best_epoch, rest.trainer.current_epoch) == (whole.best_epoch, whole.trainer.current_epoch)
@@ -471,9 +471,9 @@ def test_crash_while_writing_leaves_no_entry(planted_split, tmp_path, monkeypatc
         raise KeyboardInterrupt  # stands in for a kill after the scores file was written
 
     monkeypatch.setattr(L.Trainer, "save_checkpoint", killed)
-    with pytest.raises((KeyboardInterrupt, SystemExit)):  # inside trainer.fit (each epoch's save) Lightning exits(1)
+    with pytest.raises((KeyboardInterrupt, SystemExit)):  # a save inside trainer.fit (a resumable epoch): Lightning exits(1)
         triage_scores(planted_split, TINY, 42, tmp_path)
-    # no entry; only the (empty: the kill came at the first save) folder a resumed training reads
+    # no entry; only the folder a resumed training reads
     key = train.cache_key(planted_split, train.plain_config(TINY), 42)
     assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == [f".resume-{key}"]
     monkeypatch.undo()
