@@ -55,8 +55,9 @@ from hygrail.discovery.retro import (Retrospective, answers, check_cutoff, degre
                                      hygrail_order, paired_precision, retrospective, reviewed_order)
 from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, PreferentialAttachment, TSHBlocks, two_stage, walk
 from hygrail.discovery.space import CandidateSpace, tiebreak
-from hygrail.discovery.trust import (REGION_TEXT, UNTRUSTED, accept_warning, band_note, contamination, gnn_reason,
-                                     region_precision, review_reason, reviewer_figures, score_shift, untrusted)
+from hygrail.discovery.trust import (EMPTY_BAND, REGION_TEXT, UNTRUSTED, accept_warning, band_note, contamination,
+                                     gnn_reason, region_precision, review_reason, reviewer_figures, score_shift,
+                                     untrusted)
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import KG, DataError
 from hygrail.stages import build_split, gnn_stage, hypotheses, plain, reviewer_for, val_gamma
@@ -144,8 +145,9 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     gnn = GNNBlocks(scorer, space)
     timer["prepare"] = time.perf_counter() - t0
     fitted, by = None, d.get("entity_ranker", "gnn")
-    variants = list(dict.fromkeys([*(d.get("stack") or [] if not d.get("entities_only") else []),
-                                   *([by.removeprefix("stack_")] if by != "gnn" and wanted else [])]))
+    ranks_by = by.removeprefix("stack_") if by != "gnn" and wanted else None  # the stack variant ordering the lists
+    retro_variants = [] if d.get("entities_only") else list(d.get("stack") or [])
+    variants = list(dict.fromkeys(retro_variants + ([ranks_by] if ranks_by else [])))
     if variants:  # the stacked head, fit on the split's held-out transitions (hygrail/discovery/stack.py)
         t0 = time.perf_counter()
         compatible = d.get("compatible") if (d.get("compatible") or {}).get("via") else None
@@ -153,12 +155,11 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
                                        seed)
         metrics |= fitted.metrics() | {"stack_cache_hit": float(hit)}
         timer["stack_fit"] = time.perf_counter() - t0
-    if by != "gnn" and wanted:
+    ranker = None
+    if ranks_by:
         t0 = time.perf_counter()
-        ranker = (stack.VARIANTS[by.removeprefix("stack_")], fitted.pair_scorer(by.removeprefix("stack_"), space))
+        ranker = (stack.VARIANTS[ranks_by], fitted.pair_scorer(ranks_by, space))
         timer["stack_features"] = time.perf_counter() - t0  # the cut graph's neighbours, read once
-    else:
-        ranker = None
     named_sections = lambda future, *more: named(cfg, d, wanted, new, space, gnn, band, split, future, *more,  # noqa: E731
                                                  ranker=ranker)
     if d.get("entities_only"):
@@ -327,9 +328,8 @@ def entities_only(cfg: DictConfig, space: CandidateSpace, band: Band, threshold:
     lead = [f"Ranked by {by}: {scored}.",
             "Suggestions are model-generated candidates for expert or experimental validation, not findings."]
     facts = {"scored": scored, "data": cfg.data.name, "relation": f"{rel.name} ({rel.label})", "backbone": cfg.backbone.name,
-             "ranked by": by, "seed": cfg.seed, "band [a*, b*]": f"[{band.a:.4f}, {band.b:.4f}]" + (" (empty: one cut leaves the routing's purities on "
-                                                                    "validation; nothing would be reviewed)"
-                                                                    if band.a == band.b else ""),
+             "ranked by": by, "seed": cfg.seed,
+             "band [a*, b*]": f"[{band.a:.4f}, {band.b:.4f}]" + (f" ({EMPTY_BAND})" if band.a == band.b else ""),
              "GNN-only threshold": f"{threshold:.4f}",
              "seconds": ", ".join(f"{k} {v:.1f}" for k, v in timer.items())}
     table = pl.DataFrame(schema=TABLE_SCHEMA).select(COLUMNS)

@@ -87,6 +87,11 @@ def gnn_reason(region: int, score: float, band, threshold: float) -> str:
     return f"routed, beyond the review budget (GNN-only: {gnn}, score {score:.4f} vs threshold {threshold:.4f})"
 
 
+# Why a band [a*, b*] with a* = b* routes nothing (``band_note``, and entities_only's facts).
+EMPTY_BAND = ("empty: on validation one cut already leaves the purities the routing asks for on both sides "
+              "(routing.m below a*, routing.n above b*), so no candidate is routed to the reviewer")
+
+
 def band_note(band, threshold: float, shift: dict | None = None) -> str:
     """The page's sentence on how the band's cuts and the GNN-only threshold decide (module
     docstring), with ``score_shift``'s measurement when there is one."""
@@ -94,9 +99,7 @@ def band_note(band, threshold: float, shift: dict | None = None) -> str:
            f"without review; the GNN-only threshold ({threshold:.4f}, max F1 on validation) decides only routed "
            f"candidates beyond the review budget.")
     if band.a == band.b:
-        out += (" The band is empty: on validation one cut already leaves the purities the routing asks for on both "
-                "sides (routing.m below a*, routing.n above b*), so no candidate is routed to the reviewer and "
-                "HyGRAIL's decisions are the GNN's.")
+        out += f" The band is {EMPTY_BAND}, and HyGRAIL's decisions are the GNN's."
     if band.b < threshold:
         out += (f" b* lies below the threshold, so a score in ({band.b:.4f}, {threshold:.4f}) is accepted by the band "
                 f"although the GNN-only decision would reject it.")
