@@ -311,7 +311,8 @@ def fit_cached(cache: Path | None, split, triage_scores, variants: Sequence[str]
         return done[0], False
     with open(folder / "stack.pkl", "rb") as f:  # our own cache folder, written just above by this code
         kept = pickle.load(f)
-    return StackFit(kept["models"], kept["check"], kept["seconds"], compatible, gnn), hit
+    # seconds: this run's fit, 0.0 on a hit (as the GNN's gnn_fit_seconds); the cached fit's own is in stack.pkl
+    return StackFit(kept["models"], kept["check"], 0.0, compatible, gnn), hit
 
 
 def columns(variant: str, width: int) -> slice:
