@@ -17,7 +17,7 @@ from hygrail.data.split import temporal_split
 from hygrail.discovery import entities
 from hygrail.discovery.cards import COLUMNS
 from hygrail.discovery.run import discover, write_report
-from hygrail.discovery.scoring import GNNBlocks
+from hygrail.discovery.scoring import GNNBlocks, walk
 from hygrail.discovery.space import Block, CandidateSpace, ranking
 from hygrail.kg import KG, DataError, Relation, Schema
 from hygrail.triage import train
@@ -319,6 +319,28 @@ def test_hits_recall_and_all_at_k_by_hand():
         for i, (s, answers) in enumerate(((a0, {b[1], b[4]}), (a1, {b[0]}))):
             order = b[ranking(np.ones(6), np.full(6, s), b, seed)]
             assert tied["m"][i].tolist() == [len(answers & set(order[:k].tolist())) for k in (1, 2, 5)]
+
+
+def test_row_hits_on_the_whole_space_vectors_equal_found_at(scored):
+    """The known row counted on walk-order vectors (``RowHits``, no second scoring pass) equals
+    ``found_at`` ranking the same rows again: continuous scores, and integer ones full of ties."""
+    _, space, gnn = scored
+    src, dst = space.pairs(dtype=np.int32)
+    rng = np.random.default_rng(0)
+    pick = rng.choice(len(src), 40, replace=False)
+    f_src, f_dst = src[pick].astype(np.int64), dst[pick].astype(np.int64)
+    pos = space.positions(src, dst, f_src, f_dst)
+    ks = [1, 5, 10]
+    scorers = {"gnn": gnn, "paths3": entities.paths3(space.kg, space, {}),
+               "popularity": entities.popularity(space.kg, space, {})}
+    want_sources, want_n, want = entities.found_at(space, scorers, f_src, f_dst, ks, seed=2, block_pairs=64)
+    hits = entities.RowHits(src, dst, pos, ks, len(space.dst), seed=2)
+    for name, scorer in scorers.items():
+        hits.add(name, walk(space, scorer, 1, 2, 64, keep=True).scores)
+    assert hits.sources.tolist() == want_sources.tolist() and hits.n_answers.tolist() == want_n.tolist()
+    for name in scorers:
+        np.testing.assert_array_equal(hits.found[name], want[name])
+    assert want["popularity"][:, -1].sum() > 0 and len(np.unique(space.kg.degree[space.dst])) < len(space.dst)
 
 
 def test_discovery_report_has_a_section_per_entity(tmp_path):

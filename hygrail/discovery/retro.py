@@ -278,14 +278,15 @@ def degree_mask(degree: np.ndarray, src: np.ndarray, dst: np.ndarray, min_degree
 def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], src: np.ndarray, dst: np.ndarray,
                   year: np.ndarray, count: np.ndarray, degree: np.ndarray, cutoff: int,
                   grid: Mapping[str, Sequence[int]], ks: Sequence[int] = KS, seed: int = 0, n_buckets: int = 4,
-                  keep_head: int = 0) -> Retrospective:
+                  keep_head: int = 0, tap: Callable[[str, np.ndarray], None] | None = None) -> Retrospective:
     """Every ranking (``scores``: method -> score per candidate, higher first, ties by
     ``space.tiebreak``; or a function computing it, called once, so that one method's scores are
     in memory at a time) under every condition of ``grid`` (horizons, min_degrees, min_counts);
     ``year``, ``count``: ``future_of`` (full per-candidate arrays, or with ``year`` a tuple
     (positions, years, counts) of the answers only); ``degree``: per node, in the graph known at
     the cutoff; ``keep_head``: also keep each method's first ``keep_head`` positions at the
-    headline condition (``Retrospective.heads``, for ``paired_precision``).
+    headline condition (``Retrospective.heads``, for ``paired_precision``); ``tap``: called with each
+    method's name and score vector while it is in memory (``entities.RowHits``: the per-entity rows).
 
     Exact over every candidate and within memory at whole-graph size (HPO: 5.7e7 candidates): one
     sort per method (its scores over the candidates pre-ordered by the tiebreak), then each
@@ -348,6 +349,8 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
             raise ValueError(f"retrospective: {name} has {len(s)} scores for {n} candidates")
         if np.isnan(s).any():
             raise ValueError(f"retrospective: {name} has NaN scores; a ranking needs every candidate scored")
+        if tap is not None:
+            tap(name, s)
         t = s[tie_order]
         del s  # from here the scores live in tie order only: a lazily computed method's array is freed
         np.negative(t, out=t)  # descending, stable: equal scores keep the tiebreak's order

@@ -214,12 +214,12 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     if w.lists is not None:
         result.lists = entity_lists(w.lists, known, gnn, exact)
         metrics["discover_entity_lists"] = float(result.lists["left_id"].n_unique())
-    rows = gnn
+    rows, known_rows = gnn, None
     if future is not None:
         t0 = time.perf_counter()
         src, dst = space.pairs(int(d["block_pairs"]), dtype=np.int32)
-        result.retro, result.curves, retro_metrics = evaluate(cfg, d, split, space, gnn, band, w, reviewed,
-                                                               decisions, future, src, dst, gamma, fitted)
+        result.retro, result.curves, retro_metrics, known_rows = evaluate(cfg, d, split, space, gnn, band, w, reviewed,
+                                                                           decisions, future, src, dst, gamma, fitted)
         rows = stack.Rows(w.scores, space.src, src, gnn)  # the per-entity rows: the whole-space list's own
         del src, dst
         metrics |= retro_metrics
@@ -228,7 +228,7 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     memo = stack.Memo(rows)  # the per-entity rows read each block once for the GNN and the stack
     stacked = {f"stack_{v}": (stack.VARIANTS[v], fitted.scorer(v, space, memo)) for v in d.get("stack") or []} \
         if future is not None else {}
-    result.entities = named_sections(future, memo, stacked)
+    result.entities = named_sections(future, memo, stacked, known_rows)
     if result.entities is not None:
         metrics |= result.entities.metrics
         timer["entities"] = time.perf_counter() - t0
@@ -243,13 +243,13 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
 
 
 def named(cfg: DictConfig, d: dict, wanted: list, new: list, space: CandidateSpace, gnn: GNNBlocks, band: Band, split,
-          future, gnn_block=None, extra=None, ranker=None) -> entities.EntityReport | None:
+          future, gnn_block=None, extra=None, known=None, ranker=None) -> entities.EntityReport | None:
     """The per-entity part: the named entities' lists (and with a cutoff the per-entity retrospective,
-    ``gnn_block``, ``extra`` and ``ranker`` as ``entities.entity_report`` reads them), what the graph
+    ``gnn_block``, ``extra``, ``known`` and ``ranker`` as ``entities.entity_report`` reads them), what the graph
     records for each, and the new compositions' sections (``compositions``: ranked by the GNN, whose
     message passing reaches the new node; the stack's neighbour features would need the graph with it)."""
     seed = int(cfg.seed)
-    report = entities.entity_report(d, wanted, space, gnn, band, split, future, seed, gnn_block, extra, ranker)
+    report = entities.entity_report(d, wanted, space, gnn, band, split, future, seed, gnn_block, extra, ranker, known)
     if not (wanted or new):
         return report
     from hygrail.triage.train import load_scorer
@@ -553,7 +553,8 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
              fitted: "stack.StackFit | None" = None):
     """Every ranking of the whole candidate space under every condition of the retrospective grid
     (``retro``), exactly over every candidate: (``retro.Retrospective``, the headline's precision@k
-    curves, metrics). The rankings, all read from the cut graph (``space.kg``), as the GNN's: the
+    curves, metrics, the per-entity known row's hits counted on the same vectors: ``entities.RowHits``,
+    None for a same-type relation). The rankings, all read from the cut graph (``space.kg``), as the GNN's: the
     GNN, HyGRAIL (in ``discover.order``'s order, the list the report shows; ``fit``: the review rule
     as fit, which orders the accepted under ``reviewed``; paired against the GNN at ``ks`` and K =
     the review budget, ``retro.paired_precision``), TSH, preferential attachment, common neighbours
@@ -598,9 +599,16 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
             "min_counts": d["min_counts"] if counted else [1]}  # a KG without counts: every link has one
     ks = d["ks"]
     budget = int(d["review_budget"]["candidates"])
+    # the per-entity known row, counted on each vector as the retrospective holds it (entities.RowHits)
+    known_rows, tap = None, None
+    if not space.same_type:
+        known_rows = entities.RowHits(src, dst, pos, sorted(int(k) for k in d["entity_ks"]), len(space.dst), seed)
+        per_entity = {"gnn", "tsh", *(d.get("entity_baselines") or []), *(f"stack_{v}" for v in d.get("stack") or [])}
+        key = {label: k for k, label in labels.items()}
+        tap = lambda label, s: known_rows.add(key[label], s) if key[label] in per_entity else None  # noqa: E731
     result = retrospective(scores, src, dst, (pos, future.year, future.count), None, space.kg.degree,
                            int(cfg.discover.cutoff), grid, ks, seed, int(d["degree_buckets"]),
-                           keep_head=max([*ks, budget]))
+                           keep_head=max([*ks, budget]), tap=tap)
     h, min_deg, min_count = result.headline
     y = np.zeros(len(src), dtype=np.int8)
     y[pos[answers(future.year, future.count, int(cfg.discover.cutoff), h, min_count) == 1]] = 1
@@ -627,11 +635,10 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
     for v in (d.get("stack") or [] if reviewed else []):  # the reviewed list against the stacked ranker's
         for row in paired_precision(order, result.heads[stack.VARIANTS[v]], y, paired["K"]).iter_rows(named=True):
             metrics[f"retro_hygrail_minus_stack_{v}_precision_at_{row['K']}"] = row["HyGRAIL - GNN"]
-    key = {label: k for k, label in labels.items()}
     for row in result.headline_rows().iter_rows(named=True):
         metrics |= {f"retro_{key[row['method']]}_{k}": float(v) for k, v in row.items()
                     if k not in ("method", "horizon", "min_degree", "min_count", "n_candidates")}
-    return result, curves, metrics
+    return result, curves, metrics, known_rows
 
 
 def answers_table(space: CandidateSpace, future, places: dict[str, np.ndarray]) -> pl.DataFrame:
