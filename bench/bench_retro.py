@@ -5,7 +5,8 @@
     python bench/bench_retro.py --cells hpo:2015 --args "backbone=hgt"
 
 Each cell runs ``python -m hygrail.sweep experiment=retro_<data> discover.cutoff=<year>`` in a
-process of its own (one torch thread, as the Makefile sets): train the GNN on the split of the cut
+process of its own (training on one torch thread, as the Makefile sets; scoring and evaluation on
+the experiment's ``discover.threads``, 2): train the GNN on the split of the cut
 graph (or read it from the cache: say ``--fresh`` to train again in an empty cache folder), score
 every candidate exactly from the cut graph, every baseline, the whole-space grid and every entity.
 It prints the wall seconds, the child's peak RSS (``ru_maxrss``: the largest process of the cell),

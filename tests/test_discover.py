@@ -317,11 +317,36 @@ def test_discovery_with_a_cutoff_end_to_end(tmp_path, planted_future, monkeypatc
     ("discover.cutoff=1980", "discover.cutoff=1980 is before the first dated edge"),
     ("discover.review_budget.candidates=-1", "discover.review_budget.candidates=-1"),
     ("discover.shortlist=5000", "discover.cutoff=2020 with discover.shortlist=5000"),
+    ("discover.threads=0", "discover.threads=0: expected a number of threads >= 1"),
 ])
 def test_bad_options_are_one_line_data_errors(tmp_path, override, option):
     extra = ["discover.cutoff=2020"] if "shortlist" in override else []
     with pytest.raises(DataError, match=option.replace("*", r"\*")):
         discover(_cfg(tmp_path, override, *extra))
+
+
+def test_training_keeps_the_job_threads_and_scoring_takes_discover_threads(tmp_path, monkeypatch):
+    """The model depends on training's thread count, the scores do not (conf/discover/default.yaml):
+    training at ``threads`` (1), the walk (torch and sklearn's OpenMP trees) at ``discover.threads``,
+    the caller's count restored after."""
+    from threadpoolctl import threadpool_info
+
+    from hygrail.discovery import run
+
+    seen = {}
+
+    def spy(name, real):
+        def call(*a, **k):
+            openmp = {i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp"}
+            seen[name] = (torch.get_num_threads(), openmp)
+            return real(*a, **k)
+        return call
+
+    monkeypatch.setattr(run, "gnn_stage", spy("training", run.gnn_stage))
+    monkeypatch.setattr(run, "walk", spy("scoring", run.walk))
+    discover(_cfg(tmp_path, "discover.threads=2", "discover.review_budget.candidates=0", "discover.top_k=5"))
+    assert seen == {"training": (1, {1}), "scoring": (2, {2})}
+    assert torch.get_num_threads() == 1
 
 
 def test_a_cutoff_on_a_kg_without_years_names_the_option(tmp_path):

@@ -64,6 +64,9 @@ def options(cfg: DictConfig) -> dict:
     rankers = ("gnn", *(f"stack_{v}" for v in VARIANTS))
     if d.get("entity_ranker", "gnn") not in rankers:
         raise DataError(f"discover.entity_ranker={d.get('entity_ranker')!r}: expected one of {', '.join(rankers)}")
+    threads = d.get("threads")
+    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+        raise DataError(f"discover.threads={threads!r}: expected a number of threads >= 1, or null for the job's threads")
     ks = sorted(int(k) for k in d.get("ks") or KS)
     if ks[0] < 1:
         raise DataError(f"discover.ks={ks}: expected positive list sizes")

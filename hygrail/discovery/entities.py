@@ -58,7 +58,9 @@ that gains edges after the cutoff (its answers: the future edges between nodes k
 ``retro.future_edges``, at any year after the cutoff); each method ranks all of that entity's
 candidates; hits@k (some answer in the top k) and recall@k (the share of its answers there) at
 ``discover.entity_ks`` (1, 5, 10), and all@10 (every answer in the top 10), are averaged over those
-entities, with standard errors (sample standard deviation / sqrt(n)). Methods: the GNN, TSH
+entities, with standard errors (sample standard deviation / sqrt(n)). A known entity's candidates are
+a run of the whole-space list, so with the retrospective tables its ranks are counted on the vectors
+they rank (``RowHits``); a new entity's row is scored here (``found_at``). Methods: the GNN, TSH
 (``scoring.TSHBlocks``, fit on validation as in ``task=run``) and the baselines of
 ``discover.entity_baselines``, each a function of the graph, the space and ``discover.compatible``,
 naming no data set (``BASELINES``). All read the cut graph (everything known at the cutoff), as

@@ -34,6 +34,7 @@ per-entity sections get the ranked table's cards (``entity_cards``, ``card_recor
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
@@ -45,7 +46,9 @@ from typing import Mapping
 
 import numpy as np
 import polars as pl
+import torch
 from omegaconf import DictConfig, OmegaConf
+from threadpoolctl import threadpool_limits
 
 from hygrail.data import CONF, load_kg
 from hygrail.discovery import compositions, entities, options, stack
@@ -107,9 +110,27 @@ def default_out(cfg: DictConfig) -> Path:
     return Path(cfg.paths.outputs) / "discover" / str(cfg.relation.name) / name
 
 
+@contextlib.contextmanager
+def threads(n: int):
+    """torch and OpenMP (sklearn's trees) at ``n`` threads inside, as they were after."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        with threadpool_limits(n, user_api="openmp"):
+            yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def discover(cfg: DictConfig, logger=None) -> Discovery:
     """The discovery of one config (module docstring); ``logger``: a Lightning logger receiving the
-    triage training curves (if it trains)."""
+    triage training curves (if it trains). Training runs at the job's ``threads``, the rest at
+    ``discover.threads``."""
+    with threads(options(cfg).get("threads") or int(cfg.threads)):
+        return _discover(cfg, logger)
+
+
+def _discover(cfg: DictConfig, logger=None) -> Discovery:
     d = options(cfg)
     seed, top_k, cutoff = int(cfg.seed), int(d["top_k"]), d.get("cutoff")
     timer = {}
@@ -136,7 +157,8 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
         _, split = build_split(cfg, known)
     except DataError as e:  # e.g. too few edges known by an early cutoff to split
         raise DataError(f"discover.cutoff={cutoff}: {e}" if cutoff is not None else str(e)) from None
-    triage, metrics, _ = gnn_stage(cfg, known, split, logger)
+    with threads(int(cfg.threads)):  # the model depends on the thread count (conf/discover/default.yaml)
+        triage, metrics, _ = gnn_stage(cfg, known, split, logger)
     from hygrail.triage.train import load_scorer
 
     scorer = load_scorer(split, plain(cfg.backbone), seed, Path(cfg.paths.cache) / "triage", int(d["encode_edges"]),
@@ -883,7 +905,6 @@ def main(cfg: DictConfig) -> dict:
     """The Hydra task (``task=discover``): one MLflow run in experiment ``discover.experiment``, live
     from start to end as a task=run cell's (``tracking.cell_run``: FAILED with the reason if it
     fails), holding the report; prints where the report is."""
-    import torch
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
@@ -900,7 +921,6 @@ def main(cfg: DictConfig) -> dict:
         # an unreachable LLM server fails in seconds, before any training (entities_only reviews nothing)
         if cfg.discover.review_budget.candidates and not cfg.discover.get("entities_only"):
             check_config(cfg)
-        torch.set_num_threads(int(cfg.threads))
         result = discover(cfg, logger=cell.logger())
         out = write_report(result)
         log_result(run_cfg, result)
