@@ -499,7 +499,8 @@ class RowHits:
     that run, in ``found_at``'s order (score, then ``tiebreak``). ``add`` takes each method's vector
     while the retrospective holds it (``retro.retrospective``'s ``tap``); ``found`` is then what
     ``found_at`` returns for those methods. That second scoring pass took 349 s of the whole HPO 2018
-    cell's 2,158 (2026-12-04); counting on the vectors takes seconds a method."""
+    cell's 2,158 (2026-12-04); counting took 0.1 s a method (0.4 s with ties everywhere) for 8,000
+    answers in 3,000 rows of 15 k candidates."""
 
     def __init__(self, src_all: np.ndarray, dst_all: np.ndarray, pos: np.ndarray, ks: Sequence[int], n_dst: int,
                  seed: int):

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import ctypes
 import dataclasses
 import json
 import logging
@@ -122,6 +123,17 @@ def threads(n: int):
         torch.set_num_threads(before)
 
 
+def release_heap() -> None:
+    """Give the heap's free pages back to the system (glibc's ``malloc_trim``; nothing elsewhere).
+    Training leaves about 1 GB of freed blocks that the process would otherwise keep under everything
+    after it: whole HPO at 2015, RSS 2.05 GB after training, 1.00 GB after the trim (gc.collect()
+    alone: 2.05); the fresh retro cell peaked at 4.12 GB, the cell with its model cached at 3.68."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def discover(cfg: DictConfig, logger=None) -> Discovery:
     """The discovery of one config (module docstring); ``logger``: a Lightning logger receiving the
     triage training curves (if it trains). Training runs at the job's ``threads``, the rest at
@@ -159,6 +171,7 @@ def _discover(cfg: DictConfig, logger=None) -> Discovery:
         raise DataError(f"discover.cutoff={cutoff}: {e}" if cutoff is not None else str(e)) from None
     with threads(int(cfg.threads)):  # the model depends on the thread count (conf/discover/default.yaml)
         triage, metrics, _ = gnn_stage(cfg, known, split, logger)
+    release_heap()
     from hygrail.triage.train import load_scorer
 
     scorer = load_scorer(split, plain(cfg.backbone), seed, Path(cfg.paths.cache) / "triage", int(d["encode_edges"]),
