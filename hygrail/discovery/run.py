@@ -127,7 +127,8 @@ def release_heap() -> None:
     """Give the heap's free pages back to the system (glibc's ``malloc_trim``; nothing elsewhere).
     Training leaves about 1 GB of freed blocks that the process would otherwise keep under everything
     after it: whole HPO at 2015, RSS 2.05 GB after training, 1.00 GB after the trim (gc.collect()
-    alone: 2.05); the fresh retro cell peaked at 4.12 GB, the cell with its model cached at 3.68."""
+    alone: 2.05). It did not lower that fresh retro cell's peak (4.12 -> 4.17 GB), which comes later,
+    in the evaluation (experiments/discovery.md)."""
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
