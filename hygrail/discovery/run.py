@@ -139,12 +139,12 @@ def discover(cfg: DictConfig, logger=None) -> Discovery:
     """The discovery of one config (module docstring); ``logger``: a Lightning logger receiving the
     triage training curves (if it trains). Training runs at the job's ``threads``, the rest at
     ``discover.threads``."""
-    with threads(options(cfg).get("threads") or int(cfg.threads)):
-        return _discover(cfg, logger)
-
-
-def _discover(cfg: DictConfig, logger=None) -> Discovery:
     d = options(cfg)
+    with threads(d.get("threads") or int(cfg.threads)):
+        return _discover(cfg, d, logger)
+
+
+def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
     seed, top_k, cutoff = int(cfg.seed), int(d["top_k"]), d.get("cutoff")
     timer = {}
     t0 = time.perf_counter()
