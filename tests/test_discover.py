@@ -328,24 +328,31 @@ def test_bad_options_are_one_line_data_errors(tmp_path, override, option):
 def test_training_keeps_the_job_threads_and_scoring_takes_discover_threads(tmp_path, monkeypatch):
     """The model depends on training's thread count, the scores do not (conf/discover/default.yaml):
     training at ``threads`` (1), the walk (torch and sklearn's OpenMP trees) at ``discover.threads``,
-    the caller's count restored after."""
+    the caller's count restored after. The trained module is freed before the walk (``release_heap``):
+    only the scorer's own module is alive there."""
+    import gc
+
     from threadpoolctl import threadpool_info
 
     from hygrail.discovery import run
+    from hygrail.triage.train import TriageModule
 
     seen = {}
 
     def spy(name, real):
         def call(*a, **k):
             openmp = {i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp"}
-            seen[name] = (torch.get_num_threads(), openmp)
+            modules = sum(isinstance(o, TriageModule) for o in gc.get_objects())
+            seen[name] = (torch.get_num_threads(), openmp, modules)
             return real(*a, **k)
         return call
 
+    gc.collect()
+    before = sum(isinstance(o, TriageModule) for o in gc.get_objects())  # other tests' fixtures hold theirs
     monkeypatch.setattr(run, "gnn_stage", spy("training", run.gnn_stage))
     monkeypatch.setattr(run, "walk", spy("scoring", run.walk))
     discover(_cfg(tmp_path, "discover.threads=2", "discover.review_budget.candidates=0", "discover.top_k=5"))
-    assert seen == {"training": (1, {1}), "scoring": (2, {2})}
+    assert seen == {"training": (1, {1}, before), "scoring": (2, {2}, before + 1)}
     assert torch.get_num_threads() == 1
 
 

@@ -38,6 +38,7 @@ import contextlib
 import copy
 import ctypes
 import dataclasses
+import gc
 import json
 import logging
 import time
@@ -124,11 +125,13 @@ def threads(n: int):
 
 
 def release_heap() -> None:
-    """Give the heap's free pages back to the system (glibc's ``malloc_trim``; nothing elsewhere).
-    Training leaves about 1 GB of freed blocks that the process would otherwise keep under everything
-    after it: whole HPO at 2015, RSS 2.05 GB after training, 1.00 GB after the trim (gc.collect()
-    alone: 2.05). It did not lower that fresh retro cell's peak (4.12 -> 4.17 GB), which comes later,
-    in the evaluation (experiments/discovery.md)."""
+    """Free what training left: its module, graphs and features (Lightning's trainer and module refer
+    to each other, so they wait for a full garbage collection, which numpy-heavy work seldom
+    triggers: the trained module was still alive at the fresh HPO 2015 cell's peak, 0.25 GB of its
+    arrays by memray, 2026-12-04), then give the heap's free pages back to the system (glibc's
+    ``malloc_trim``; nothing elsewhere): about 1 GB of freed blocks (RSS 2.05 -> 1.00 GB after
+    training on whole HPO at 2015)."""
+    gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
