@@ -160,6 +160,8 @@ def test_same_type_space_has_each_unordered_pair_once_and_ties_break_by_hash():
     assert list(zip(w.head.src, w.head.dst)) == list(zip(src[order[:40]], dst[order[:40]]))
     ps, pd = space.pairs(block_size=17)
     assert list(zip(ps, pd)) == list(zip(src, dst))
+    assert ps.dtype == pd.dtype == np.uint16  # the smallest that holds the node ids (5.7e7 pairs of HPO: 0.23 GB)
+    assert space.positions(ps, pd, src[::-7], dst[::-7]).tolist() == list(range(len(src)))[::-7]
 
 
 def test_no_observed_edge_is_ever_proposed(planted):

@@ -414,7 +414,9 @@ def test_every_ranking_reads_the_cut_graph(tiny_run):
 
 def test_whole_space_auc_and_ap_are_exact_with_ties():
     """retrospective's AUC and AP from tie groups equal sklearn's on heavily tied scores, for every
-    degree condition (the streamed form must not approximate)."""
+    degree condition (the streamed form must not approximate), through both of ``_list_order``'s
+    sorts: the packed keys (counts in float64, float32 with signed zeros, equal as floats) and the
+    stable argsort (floats no float32 holds)."""
     from sklearn.metrics import average_precision_score, roc_auc_score
 
     rng = np.random.default_rng(3)
@@ -423,7 +425,8 @@ def test_whole_space_auc_and_ap_are_exact_with_ties():
     degree = rng.integers(0, 12, 120)
     year = np.where(rng.random(n) < 0.03, rng.integers(2011, 2016, n), 0)
     count = rng.integers(1, 5, n)
-    scores = {"ties": rng.integers(0, 7, n).astype(float), "fine": rng.random(n)}
+    zeros = rng.choice(np.array([0.0, -0.0, 1.5, -2.5, 3e38], dtype=np.float32), n)
+    scores = {"ties": rng.integers(0, 7, n).astype(float), "fine": rng.random(n), "signed zeros": zeros}
     grid = {"horizons": [1, 3], "min_degrees": [0, 4], "min_counts": [1, 3]}
     r = retro.retrospective(scores, src, dst, year, count, degree, 2010, grid, ks=(5, 50), seed=1)
     for row in r.table.iter_rows(named=True):

@@ -131,7 +131,7 @@ from hygrail.baselines.transitions import gbdt
 from hygrail.discovery.cards import card, md_card
 from hygrail.discovery.retro import Future
 from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, TSHBlocks
-from hygrail.discovery.space import Block, CandidateSpace, ranking, tiebreak
+from hygrail.discovery.space import Block, CandidateSpace, ranking, row_bounds, tiebreak
 from hygrail.kg import KG, DataError
 from hygrail.triage.routing import Band, route
 
@@ -511,8 +511,7 @@ class RowHits:
         owner = np.asarray(src_all[pos], dtype=np.int64)  # sorted with pos: walk order is source-major
         self.sources, first, self.n_answers = np.unique(owner, return_index=True, return_counts=True)
         self.first = np.r_[first, len(pos)]
-        self.lo = np.searchsorted(src_all, self.sources, side="left")
-        self.hi = np.searchsorted(src_all, self.sources, side="right")
+        self.lo, self.hi = row_bounds(src_all, self.sources)
         self.cols = np.minimum(np.asarray(ks), n_dst) - 1
         self.found: dict[str, np.ndarray] = {}
 

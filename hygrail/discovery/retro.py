@@ -289,14 +289,14 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
     method's name and score vector while it is in memory (``entities.RowHits``: the per-entity rows).
 
     Exact over every candidate and within memory at whole-graph size (HPO: 5.7e7 candidates): one
-    sort per method (its scores over the candidates pre-ordered by the tiebreak), then each
-    condition's ROC-AUC (Mann-Whitney, ties counted half) and AP (sklearn's: one threshold per
-    distinct score) from the answers' positions and the tie groups of the sorted scores, in
+    sort per method (``_sorted_keys``: its tie groups over the candidates' ranks in the tiebreak's
+    order), then each condition's ROC-AUC (Mann-Whitney, ties counted half) and AP (sklearn's: one
+    threshold per distinct score) from the answers' positions and their tie groups, in
     O(answers log candidates) each; ``tests/test_discover_eval.py`` checks both against sklearn. Held
-    throughout: ~16 B per candidate (pairs and the tie order as int32, the smaller degree as uint16,
-    the bucket and the answer flag a byte each); per
-    method at its sort ~16 B more for float32 scores (~20 B for float64). These are counted from the
-    arrays; measured peaks of whole cells are in experiments/discovery.md."""
+    throughout: ~12 B per candidate on HPO (pairs as uint16, the tie order as int32, the smaller degree
+    as uint16, the bucket and the answer flag a byte each); per method, beside its scores, 8 B of keys
+    at its sort, then the keys turned tie groups and 4 B of list. These are counted from the arrays;
+    measured peaks of whole cells are in experiments/discovery.md."""
     horizons, min_degrees, min_counts = grid["horizons"], grid["min_degrees"], grid["min_counts"]
     src, dst = np.asarray(src), np.asarray(dst)
     n = len(src)
@@ -337,6 +337,9 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
     del values
     # edges[b-1] < product <= edges[b]
     bucket = _chunked(n, np.int8, lambda i: np.searchsorted(edges, product[i], side="left"))
+    # each bucket's product range among the headline's candidates: the same for every list, read once
+    # (per list it held ~8 B a candidate of degree lookups, at the evaluation's peak)
+    ranges = _ranges(product, bucket, len(edges) + 1, None if head[1] <= 0 else (lambda i: min_deg[i] >= head[1]))
     del product
     labels_for = {(h, c): (a_year <= cutoff + h) & (a_count >= c) for h in horizons for c in min_counts}
     rows, bucket_rows, heads, curves, places = [], [], {}, {}, {}
@@ -351,25 +354,23 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
             raise ValueError(f"retrospective: {name} has NaN scores; a ranking needs every candidate scored")
         if tap is not None:
             tap(name, s)
-        t = s[tie_order]
-        del s  # from here the scores live in tie order only: a lazily computed method's array is freed
-        np.negative(t, out=t)  # descending, stable: equal scores keep the tiebreak's order
-        ix = np.argsort(t, kind="stable")
-        order = tie_order[ix]
-        del ix
-        t.sort()  # the values of t[ix], sorted in place: no second copy of the list's scores
-        sorted_neg = t  # ascending: each answer's tie group found by two binary searches
-        del t
+        key = _sorted_keys(s, tie_order)
+        del s  # from here the list lives in its keys only: a lazily computed method's array is freed
+        order = _chunked(n, tie_order.dtype, lambda i: tie_order[(key[i] & _LOW).astype(np.intp)])
+        key >>= np.uint64(32)  # in place: each list position's tie group, ascending
+        groups = key  # each answer's tie group found by two binary searches
+        del key
+        head_ranks = None
         for d in min_degrees:
             keep = None if d <= 0 else min_deg[order] >= d  # per list position
-            od, neg = (order, sorted_neg) if keep is None else (order[keep], sorted_neg[keep])
+            od, grp = (order, groups) if keep is None else (order[keep], groups[keep])
             ranks = np.flatnonzero(is_answer[od])  # positions of the answers in this list, ascending
             which = sorted_pos[np.searchsorted(a_pos[sorted_pos], od[ranks])]  # the answer at each
             # the tie group [start, end) of each answer, not of every candidate: all groups' bounds are
             # 3 int64 arrays of the list's length for continuous scores (24 B a candidate, counted)
-            starts = np.searchsorted(neg, neg[ranks], side="left")
-            ends = np.searchsorted(neg, neg[ranks], side="right")
-            del neg
+            starts = np.searchsorted(grp, grp[ranks], side="left")
+            ends = np.searchsorted(grp, grp[ranks], side="right")
+            del grp
             for h in horizons:
                 for c in min_counts:
                     m = labels_for[(h, c)][which]
@@ -383,10 +384,55 @@ def retrospective(scores: Mapping[str, np.ndarray | Callable[[], np.ndarray]], s
                         places[name][which[m]] = (starts[m] + ends[m] - 1) / 2 / len(od)
                         if keep_head:
                             heads[name] = od[:keep_head].copy()
-                        bucket_rows += _buckets(name, od, r, bucket, product_of, len(edges) + 1, ks)
+                        head_ranks = r
             del od, starts, ends
-        del sorted_neg, order
+        del groups  # before the buckets: 8 B a candidate less at the peak
+        if head_ranks is not None:
+            od = order if head[1] <= 0 else order[min_deg[order] >= head[1]]
+            bucket_rows += _buckets(name, od, head_ranks, bucket, ranges, ks)
+            del od
+        del order
     return Retrospective(pl.DataFrame(rows), pl.DataFrame(bucket_rows), head, heads=heads, curves=curves, places=places)
+
+
+_LOW = np.uint64(0xFFFFFFFF)
+
+
+def _sorted_keys(s: np.ndarray, tie_order: np.ndarray) -> np.ndarray:
+    """The list of scores ``s`` as one sorted uint64 per position: its tie group above (ascending with
+    descending score; equal exactly where the scores tie) and its rank in ``tie_order`` below, which
+    orders equal scores.
+
+    One in-place sort of keys built from the float32 order-preserving bits of -score: 8 B a candidate,
+    and 4.4 s for 5.7e7 keys, where numpy's stable argsort of float32 scores took 12.7 s and held
+    12 B a candidate more, its int64 index and a merge buffer (2026-12-04, this machine). Where a
+    float32 cannot hold every score (the trees', TSH's float64), the groups of equal float32 are
+    re-sorted by the exact score, a few million keys at a time, and the groups become ranks."""
+    n, chunk = len(s), 1 << 22
+    if n >= 2**32:
+        raise ValueError(f"retrospective: {n:,} candidates; a list's keys hold a position in 32 bits")
+    key = np.empty(n, dtype=np.uint64)
+    for lo in range(0, n, chunk):
+        # -score as float32 (+0.0 folds -0.0 into 0.0: equal as floats), its bits flipped into the floats' order
+        u = (np.negative(s[tie_order[lo:lo + chunk]], dtype=np.float32) + np.float32(0)).view(np.uint32)
+        u = np.where(u >> np.uint32(31), ~u, u | np.uint32(1 << 31))
+        key[lo:lo + chunk] = (u.astype(np.uint64) << np.uint64(32)) | np.arange(lo, lo + len(u), dtype=np.uint64)
+    key.sort()
+    if s.dtype == np.float32 or all(np.array_equal(s[i:i + chunk].astype(np.float32), s[i:i + chunk])
+                                    for i in range(0, n, chunk)):
+        return key  # float32 equality is the scores' equality
+    lo, group = 0, 0
+    while lo < n:  # spans of whole float32 groups: each sorted by the exact score, stable in tie order
+        last = key[min(lo + chunk, n) - 1] >> np.uint64(32)
+        hi = lo + int(np.searchsorted(key[lo:], (last + np.uint64(1)) << np.uint64(32))) if last < _LOW else n
+        j = key[lo:hi] & _LOW
+        v = -s[tie_order[j.astype(np.intp)]].astype(np.float64)
+        by = np.argsort(v, kind="stable")
+        j, v = j[by], v[by]
+        rank = group + np.cumsum(np.r_[lo > 0, v[1:] != v[:-1]], dtype=np.uint64)
+        key[lo:hi] = (rank << np.uint64(32)) | j
+        group, lo = int(rank[-1]), hi
+    return key
 
 
 def _chunked(n: int, dtype, fn: Callable[[slice], np.ndarray], chunk: int = 1 << 22) -> np.ndarray:
@@ -433,29 +479,45 @@ def bucket_table(orders: Mapping[str, np.ndarray], labels: np.ndarray, degree_pr
     keep = np.ones(len(labels), dtype=bool) if keep is None else keep
     edges = np.unique(np.quantile(degree_product[keep], np.arange(1, n_buckets) / n_buckets)) if keep.any() else []
     bucket = np.searchsorted(edges, degree_product, side="left")
+    ranges = _ranges(np.asarray(degree_product), bucket, len(edges) + 1, lambda i: keep[i])
     rows = []
     for name, order in orders.items():
         order = order[keep[order]]
-        rows += _buckets(name, order, np.flatnonzero(labels[order]), bucket, lambda i: degree_product[i],
-                         len(edges) + 1, ks)
+        rows += _buckets(name, order, np.flatnonzero(labels[order]), bucket, ranges, ks)
     return pl.DataFrame(rows)
 
 
-def _buckets(name: str, od: np.ndarray, ranks: np.ndarray, bucket: np.ndarray, product_of: Callable,
-             n_buckets: int, ks: Sequence[int]) -> list[dict]:
+def _ranges(product: np.ndarray, bucket: np.ndarray, n_buckets: int,
+            keep: Callable[[slice], np.ndarray] | None) -> list[str]:
+    """Each bucket's degree-product range "min-max" over the candidates ``keep`` selects (a
+    chunk's mask; None: all), read chunk by chunk."""
+    lo, hi = np.full(n_buckets, np.inf), np.full(n_buckets, -np.inf)
+    for at in range(0, len(product), 1 << 22):
+        i = slice(at, at + (1 << 22))
+        p, b = product[i].astype(np.float64), bucket[i]
+        if keep is not None:
+            m = keep(i)
+            p, b = p[m], b[m]
+        for k in np.unique(b):
+            pk = p[b == k]
+            lo[k], hi[k] = min(lo[k], pk.min()), max(hi[k], pk.max())
+    return [f"{a:g}-{z:g}" for a, z in zip(lo, hi)]
+
+
+def _buckets(name: str, od: np.ndarray, ranks: np.ndarray, bucket: np.ndarray, ranges: Sequence[str],
+             ks: Sequence[int]) -> list[dict]:
     """``bucket_table``'s rows for one list (``od``: candidate positions in list order; answers at
-    ``ranks``; ``product_of``: the degree product of candidate positions)."""
+    ``ranks``; ``ranges``: each bucket's degree-product range, ``_ranges``)."""
     top = max(ks)
     b_sorted = bucket[od]
     rows = []
-    for b in range(n_buckets):
+    for b in range(len(ranges)):
         members = np.flatnonzero(b_sorted == b)
         if not len(members):
             continue
         mine = ranks[b_sorted[ranks] == b]
         within = np.searchsorted(members, mine)  # each answer's position in the bucket's own list
-        product = product_of(od[members])
-        rows.append({"method": name, "bucket": b + 1, "degree_product": f"{product.min():g}-{product.max():g}",
+        rows.append({"method": name, "bucket": b + 1, "degree_product": ranges[b],
                      "n_candidates": len(members), "n_answers": len(mine),
                      f"in_top_{top}": int(np.searchsorted(members, top)), f"hits_in_top_{top}": int(np.searchsorted(mine, top))}
                     | _at_k(within, len(mine), ks))

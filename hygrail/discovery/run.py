@@ -256,7 +256,7 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
     rows, known_rows = gnn, None
     if future is not None:
         t0 = time.perf_counter()
-        src, dst = space.pairs(int(d["block_pairs"]), dtype=np.int32)
+        src, dst = space.pairs(int(d["block_pairs"]))
         result.retro, result.curves, retro_metrics, known_rows = evaluate(cfg, d, split, space, gnn, band, w, reviewed,
                                                                            decisions, future, src, dst, gamma, fitted)
         rows = stack.Rows(w.scores, space.src, src, gnn)  # the per-entity rows: the whole-space list's own

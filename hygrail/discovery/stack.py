@@ -63,7 +63,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 from hygrail.baselines.structural import CHUNK, relation_adjacency
 from hygrail.baselines.transitions import PARAMS, PairFeatures, Predictor, _rowsum, graph_date
 from hygrail.descriptors import compatible_sets
-from hygrail.discovery.space import Block
+from hygrail.discovery.space import Block, row_bounds
 from hygrail.kg import KG, DataError, Relation
 
 K = 20
@@ -368,8 +368,7 @@ class Rows:
 
     def __init__(self, scores: np.ndarray, space_src: np.ndarray, src_all: np.ndarray, fallback: Callable):
         self.scores, self.space_src, self.fallback = scores, space_src, fallback
-        self.starts = np.searchsorted(src_all, space_src, side="left")
-        self.ends = np.searchsorted(src_all, space_src, side="right")
+        self.starts, self.ends = row_bounds(src_all, space_src)
 
     def __call__(self, block) -> np.ndarray:
         i = np.minimum(np.searchsorted(self.space_src, block.src), len(self.space_src) - 1)
