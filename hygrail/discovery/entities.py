@@ -479,11 +479,8 @@ def found_at(space: CandidateSpace, scorers: Mapping[str, Scorer], future_src: n
         tie = tie.reshape(block.valid.shape)
         for name, score in scorers.items():
             s = np.where(block.valid, np.asarray(score(block), dtype=np.float64), -np.inf)
-            # each answer's rank in its row as ``space.ranking`` orders it (score, then tiebreak;
-            # non-candidates last): a few answers a row, so comparing each with its row is much
-            # cheaper than sorting every row
-            theirs, mine, t = s[row], s[row, col][:, None], tie[row, col][:, None]
-            rank = np.count_nonzero((theirs > mine) | ((theirs == mine) & (tie[row] < t)), axis=1)
+            # non-candidates last (-inf)
+            rank = place_in_row(s[row], s[row, col][:, None], lambda: (tie[row], tie[row, col][:, None]))
             hit = np.zeros((len(block.src), len(cols)), dtype=np.int64)
             np.add.at(hit, row, rank[:, None] <= cols[None, :])
             found[name].append(hit)
@@ -521,14 +518,27 @@ class RowHits:
         for i in range(len(self.sources)):
             lo, hi = self.lo[i], self.hi[i]
             at = self.pos[self.first[i] : self.first[i + 1]]
-            row, mine = scores[lo:hi], scores[at][:, None]
-            rank = np.count_nonzero(row > mine, axis=1)
-            tied = row == mine  # each answer ties with itself; a tie with another needs the tiebreak
-            if np.count_nonzero(tied) > len(at):
-                tb = tiebreak(self.src_all[lo:hi], self.dst_all[lo:hi], self.seed)
-                rank += np.count_nonzero(tied & (tb < tb[at - lo][:, None]), axis=1)
+            rank = place_in_row(scores[lo:hi], scores[at][:, None], lambda: self._ties(lo, hi, at))
             hit[i] = np.count_nonzero(rank[:, None] <= self.cols[None, :], axis=0)
         self.found[name] = hit
+
+    def _ties(self, lo: int, hi: int, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        tb = tiebreak(self.src_all[lo:hi], self.dst_all[lo:hi], self.seed)
+        return tb, tb[at - lo][:, None]
+
+
+def place_in_row(row: np.ndarray, mine: np.ndarray, ties: Callable[[], tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Each answer's 0-based place in its row as ``space.ranking`` orders it: the candidates scored
+    higher, then those tied with it that the tiebreak puts first. ``row``: the row's scores (one
+    row, or one per answer); ``mine``: the answers' scores, a column; ``ties()``: the row's and the
+    answers' tiebreaks, asked for only where an answer ties with another candidate (each ties with
+    itself). A few answers a row: comparing each with its row is much cheaper than sorting it."""
+    rank = np.count_nonzero(row > mine, axis=-1)
+    tied = row == mine
+    if np.count_nonzero(tied) > len(mine):
+        tb_row, tb_mine = ties()
+        rank += np.count_nonzero(tied & (tb_row < tb_mine), axis=-1)
+    return rank
 
 
 def per_entity(space: CandidateSpace, sources: np.ndarray, n_answers: np.ndarray, found: Mapping[str, np.ndarray],
