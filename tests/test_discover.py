@@ -330,7 +330,7 @@ def test_bad_options_are_one_line_data_errors(tmp_path, override, option):
 def test_training_keeps_the_job_threads_and_scoring_takes_discover_threads(tmp_path, monkeypatch):
     """The model depends on training's thread count, the scores do not (conf/discover/default.yaml):
     training at ``threads`` (1), the walk (torch and sklearn's OpenMP trees) at ``discover.threads``,
-    the caller's count restored after. The trained module is freed before the walk (``release_heap``):
+    the caller's count restored after. The trained module is freed before the walk (``train.free_training``):
     only the scorer's own module is alive there."""
     import gc
 

@@ -36,9 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import ctypes
 import dataclasses
-import gc
 import json
 import logging
 import time
@@ -124,20 +122,6 @@ def threads(n: int):
         torch.set_num_threads(before)
 
 
-def release_heap() -> None:
-    """Free what training left: its module, graphs and features (Lightning's trainer and module refer
-    to each other, so they wait for a full garbage collection, which numpy-heavy work seldom
-    triggers: the trained module was still alive at the fresh HPO 2015 cell's peak, 0.25 GB of its
-    arrays by memray, 2026-12-04), then give the heap's free pages back to the system (glibc's
-    ``malloc_trim``; nothing elsewhere): about 1 GB of freed blocks (RSS 2.05 -> 1.00 GB after
-    training on whole HPO at 2015)."""
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
 def discover(cfg: DictConfig, logger=None) -> Discovery:
     """The discovery of one config (module docstring); ``logger``: a Lightning logger receiving the
     triage training curves (if it trains). Training runs at the job's ``threads``, the rest at
@@ -175,7 +159,6 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
         raise DataError(f"discover.cutoff={cutoff}: {e}" if cutoff is not None else str(e)) from None
     with threads(int(cfg.threads)):  # the model depends on the thread count (conf/discover/default.yaml)
         triage, metrics, _ = gnn_stage(cfg, known, split, logger)
-    release_heap()
     from hygrail.triage.train import load_scorer
 
     scorer = load_scorer(split, plain(cfg.backbone), seed, Path(cfg.paths.cache) / "triage", int(d["encode_edges"]),
