@@ -414,9 +414,9 @@ def test_every_ranking_reads_the_cut_graph(tiny_run):
 
 def test_whole_space_auc_and_ap_are_exact_with_ties():
     """retrospective's AUC and AP from tie groups equal sklearn's on heavily tied scores, for every
-    degree condition (the streamed form must not approximate), through both of ``_list_order``'s
-    sorts: the packed keys (counts in float64, float32 with signed zeros, equal as floats) and the
-    stable argsort (floats no float32 holds)."""
+    degree condition (the streamed form must not approximate), through both of ``_sorted_keys``'s
+    paths: scores a float32 holds (counts in float64; float32 with signed zeros, equal as floats) and
+    float64 scores re-sorted within their float32 groups."""
     from sklearn.metrics import average_precision_score, roc_auc_score
 
     rng = np.random.default_rng(3)

@@ -478,8 +478,7 @@ def found_at(space: CandidateSpace, scorers: Mapping[str, Scorer], future_src: n
         tie = tiebreak(np.repeat(block.src, len(space.dst)), np.tile(space.dst, len(block.src)), seed)
         tie = tie.reshape(block.valid.shape)
         for name, score in scorers.items():
-            s = np.where(block.valid, np.asarray(score(block), dtype=np.float64), -np.inf)
-            # non-candidates last (-inf)
+            s = np.where(block.valid, np.asarray(score(block), dtype=np.float64), -np.inf)  # non-candidates last
             rank = place_in_row(s[row], s[row, col][:, None], lambda: (tie[row], tie[row, col][:, None]))
             hit = np.zeros((len(block.src), len(cols)), dtype=np.int64)
             np.add.at(hit, row, rank[:, None] <= cols[None, :])

@@ -404,11 +404,10 @@ def _sorted_keys(s: np.ndarray, tie_order: np.ndarray) -> np.ndarray:
     orders equal scores.
 
     One in-place sort of keys built from the float32 order-preserving bits of -score: 8 B a candidate,
-    and 6.3 s for 5.7e7 random float32 scores (1.9 to build the keys, 4.4 to sort them), where numpy's
-    stable argsort took 12.7 s and held 12 B a candidate more, its int64 index and a merge buffer
-    (2026-12-04, this machine, idle). Where a
-    float32 cannot hold every score (the trees', TSH's float64), the groups of equal float32 are
-    re-sorted by the exact score, a few million keys at a time, and the groups become ranks."""
+    where numpy's stable argsort held ~12 B more (its int64 index and a merge buffer). Where a float32
+    cannot hold every score (the trees', TSH's float64), the groups of equal float32 are re-sorted by
+    the exact score, a few million keys at a time, and the groups become ranks. 57 M random scores to
+    their list and tie groups, against the argsort: 2.2-2.4x faster (``bench/bench_sort_keys.py``)."""
     n, chunk = len(s), 1 << 22
     if n >= 2**32:
         raise ValueError(f"retrospective: {n:,} candidates; a list's keys hold a position in 32 bits")
