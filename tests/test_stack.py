@@ -73,7 +73,7 @@ def test_memo_scores_a_block_once():
 
 
 def test_unknown_variant_is_a_one_line_error():
-    with pytest.raises(DataError, match=r"discover.stack=\['trees'\]: expected some of \['with_gnn', 'without_gnn'\]"):
+    with pytest.raises(DataError, match=r"discover.stack=\['trees'\]: expected some of \['with_gnn', 'without_gnn', 'without_names'\]"):
         stack.fit(None, None, ["trees"])
 
 
@@ -106,7 +106,10 @@ def test_the_stack_ranks_the_whole_space_and_each_entity(small_run):
         auc = m[f"retro_stack_{v}_auc"]
         assert 0.0 <= auc <= 1.0 and not np.isnan(auc)
         assert f"retro_entity_stack_{v}_hits_at_10" in m and f"retro_entity_stack_{v}_lift_hits_at_10" in m
-        assert 0 < m[f"stack_check_{v}_auc"] < 1 and m[f"stack_{v}_trees"] >= 1
+        assert m[f"stack_{v}_trees"] >= 1
+    # the tiny graph's held-out rows: 3 positives with both ends known before them (held_out_rows), 1 of them in
+    # validation: too few for the check's fit (2 a class), so no stack_check_* is reported rather than a noise AUC
+    assert m["stack_check_rows"] if "stack_check_rows" in m else not any(k.startswith("stack_check_") for k in m)
     assert "Stack (trees + GNN)" in result.entities.note
     # the named entity's list is the stack's (discover.entity_ranker), its page section says so
     (e,) = result.entities.lists
@@ -118,12 +121,12 @@ def test_the_stack_ranks_the_whole_space_and_each_entity(small_run):
     # answers' order among themselves), each entity's hits@10 (its mean is the table's)
     answers = result.retro.answers.drop_nulls("place GNN")
     p, n = answers.height, m["discover_candidates"]
-    for v, label in stack.VARIANTS.items():
+    for v, label in list(stack.VARIANTS.items())[:2]:  # the two the small run ranks
         assert abs(1 - answers[f"place {label}"].mean() - m[f"retro_stack_{v}_auc"]) <= p / n
     assert (answers["right_relation_degree"] >= 0).all() and answers["left"].dtype == pl.String
     each = result.entities.each.filter(pl.col("entities known") == entities.KNOWN_ROW)
     assert each.height == m["retro_entity_sources"] and each["answers"].sum() == m["retro_entity_answers"]
-    for v, label in stack.VARIANTS.items():
+    for v, label in list(stack.VARIANTS.items())[:2]:  # the two the small run ranks
         assert each[f"hits@10 {label}"].mean() == pytest.approx(m[f"retro_entity_stack_{v}_hits_at_10"])
 
 

@@ -54,7 +54,7 @@ from hygrail.data import CONF, load_kg
 from hygrail.discovery import compositions, entities, options, stack
 from hygrail.discovery.cards import COLUMNS, listed_moves, write_html, write_markdown, write_table
 from hygrail.discovery.novelty import distances, hub_pairs, novelty_scores
-from hygrail.discovery.retro import (Retrospective, answers, check_cutoff, degree_mask, future_edges,
+from hygrail.discovery.retro import (Retrospective, answers, check_cutoff, degree_mask, future_edges, margins,
                                      hygrail_order, paired_precision, retrospective, reviewed_order)
 from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, PreferentialAttachment, TSHBlocks, two_stage, walk
 from hygrail.discovery.space import CandidateSpace, tiebreak
@@ -640,8 +640,13 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
     paired = paired_precision(order, gnn_order, y, [*ks, *([budget] if budget else [])])
     paired = paired.with_columns(pl.when(pl.col("K") == budget).then(pl.lit("= review budget")).otherwise(pl.lit(""))
                                  .alias("K is"))
+    # margins against the best ranking of another family: the GNN's own lists (HyGRAIL's, the novelty views)
+    # and the stack's variants are never each other's baseline (issue #45)
+    family = {labels[k]: "gnn" for k in ("gnn", "hygrail", "novelty", "degree_adjusted") if k in labels} | \
+        {stack.VARIANTS[v]: "stack" for v in d.get("stack") or []}
     result = dataclasses.replace(result, paired=paired, order=d.get("order", "paper"),
-                                 answers=answers_table(space, future, result.places))
+                                 answers=answers_table(space, future, result.places),
+                                 margins=margins(result.headline_rows(), result.places, family))
     curves = result.curves
     metrics = {"retro_future_edges": float(len(future.src)), "retro_future_unreachable": float(future.unreachable),
                "retro_future_implied": float(future.implied), "retro_undated_excluded": float(future.undated),
@@ -660,6 +665,9 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
     for row in result.headline_rows().iter_rows(named=True):
         metrics |= {f"retro_{key[row['method']]}_{k}": float(v) for k, v in row.items()
                     if k not in ("method", "horizon", "min_degree", "min_count", "n_candidates")}
+    for row in result.margins.iter_rows(named=True):
+        metrics |= {f"retro_{key[row['method']]}_{k}": float(v) for k, v in row.items()
+                    if k.endswith(("_margin", "_margin_se")) or k.startswith("ap_gain")}
     return result, curves, metrics, known_rows
 
 
@@ -846,6 +854,8 @@ def write_report(result: Discovery) -> Path:
         result.retro.buckets.write_csv(out / "retrospective_buckets.csv")
         if result.retro.answers is not None:
             result.retro.answers.write_csv(out / "retrospective_answers.csv")
+        if result.retro.margins is not None:
+            result.retro.margins.write_csv(out / "retrospective_margins.csv")
     write_table(result.table, out)
     write_markdown(result.table, result.summary, result.retro, out)
     write_html(result.table, result.summary, result.retro, figure, out)

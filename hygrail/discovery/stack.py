@@ -56,19 +56,23 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
+import polars as pl
 import scipy.sparse as sp
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from hygrail.baselines.structural import CHUNK, relation_adjacency
-from hygrail.baselines.transitions import PARAMS, PairFeatures, Predictor, _rowsum, graph_date
+from hygrail.baselines.transitions import PARAMS, PairFeatures, Predictor, _rowsum
+from hygrail.data.split import POPULATIONS, graph_date, held_out_rows
 from hygrail.descriptors import compatible_sets
 from hygrail.discovery.space import Block, row_bounds
 from hygrail.kg import KG, DataError, Relation
 
 K = 20
-VARIANTS = {"with_gnn": "Stack (trees + GNN)", "without_gnn": "Stack without GNN"}
-VERSION = "stack-1"  # bump when a change alters the fitted trees: cached fits (``fit_cached``) then miss
+VARIANTS = {"with_gnn": "Stack (trees + GNN)", "without_gnn": "Stack without GNN",
+            "without_names": "Stack without GNN or names"}
+MIN_CLASS = 20  # rows of each class the cold head needs (fewer: the known head stands in); not tuned
+VERSION = "stack-2"  # bump when a change alters the fitted trees: cached fits (``fit_cached``) then miss
 BLOCK_SOURCES = 8  # ``pair_scorer``: lists of at most this many sources go by whole rows; not tuned (an entity
                    # of the source type has one; 8 rows of HPO's 18 k destinations are a few MB of feature planes)
 SIM_ROWS = 512  # rows of a similarity product at a time (512 x 12k float64 = 49 MB on whole HPO)
@@ -190,10 +194,13 @@ def names_of(gnn):
 
 @dataclass
 class StackFit:
-    """The fitted heads (variant -> trees), what the fit found, and what scoring reads: the
-    compatibility option and the GNN (its probabilities, its names)."""
+    """The fitted heads (variant -> population -> trees: ``data.split.POPULATIONS``), what the fit
+    found, and what scoring reads: the compatibility option and the GNN (its probabilities, its
+    names). A source known in the graph scored is ranked by the ``known`` head, one unknown there (a
+    cold-start entity, given by name or composition) by the ``cold`` head, or the ``known`` head when
+    the held-out rows held too few cold ones to fit it (``cold_fallback``)."""
 
-    models: dict[str, HistGradientBoostingClassifier]
+    models: dict[str, dict[str, HistGradientBoostingClassifier]]
     check: dict[str, float] = field(default_factory=dict)  # stack_check_*: fit on val rows, scored on test rows
     seconds: float = 0.0
     compatible: Mapping | None = None
@@ -202,7 +209,8 @@ class StackFit:
 
     def metrics(self) -> dict[str, float]:
         return self.check | {"stack_fit_seconds": self.seconds,
-                             **{f"stack_{v}_trees": float(m.n_iter_) for v, m in self.models.items()}}
+                             **{f"stack_{v}{'' if p == 'known' else '_' + p}_trees": float(m.n_iter_)
+                                for v, heads in self.models.items() for p, m in heads.items()}}
 
     def features(self, space) -> Features:
         if self._features[0] is not space:
@@ -212,7 +220,8 @@ class StackFit:
     def scorer(self, variant: str, space, gnn_block: Callable | None = None) -> "StackBlocks":
         """``variant`` over ``space``'s blocks, features read from ``space.kg`` (the cut graph);
         ``gnn_block``: the block's GNN logits (``Kept`` in a whole-space walk, ``Memo`` per entity)."""
-        return StackBlocks(self.models[variant], variant, self.features(space), gnn_block, self.gnn.probability)
+        return StackBlocks(self.models[variant], variant, self.features(space), gnn_block, self.gnn.probability,
+                           space.kg.known)
 
     def pair_scorer(self, variant: str, space, max_sources: int = BLOCK_SOURCES) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         """``variant``'s log-odds of a list of pairs (src[i], dst[i]) of ``space``, features read from
@@ -223,8 +232,7 @@ class StackFit:
         Measured on whole HPO, load 2: a disease's whole list (its ~12.9 k candidates scored, the
         GNN's columns, the ranking) took 0.57 s this way against ~2.3 s pair by pair."""
         feats = self.features(space)
-        predict = Predictor(self.models[variant], len(feats.names) + (variant == "with_gnn"))
-        rows = StackBlocks(self.models[variant], variant, feats, self.gnn, self.gnn.probability)
+        rows = self.scorer(variant, space, self.gnn)
 
         def score(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
             sources = np.unique(src)
@@ -234,16 +242,19 @@ class StackFit:
             x = feats.pairs(src, dst)
             if variant == "with_gnn":
                 x = np.hstack([x, gnn_prob(self.gnn.probability(self.gnn.pairs(src, dst)))[:, None]])
-            return predict(x)
+            return rows.predict_rows(x, space.kg.known[src])
 
         return score
 
 
-def _rows(split, part: str, gnn_scores: np.ndarray, feats: Features) -> tuple[np.ndarray, np.ndarray]:
-    """(features with the GNN's score last, labels) of one held-out part, read from its graph."""
-    df = split.part(part)
+def _rows(rows: pl.DataFrame, part: str, scores: np.ndarray, feats: Features) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(features with the GNN's score last, labels, population) of one held-out part's rows
+    (``held_out_rows``), read from its feature graph; ``scores``: the GNN's triage scores of the
+    whole part, in ``split.part`` order."""
+    df = rows.filter(pl.col("part") == part)
     x = feats.pairs(df["src"].to_numpy(), df["dst"].to_numpy())
-    return np.hstack([x, gnn_prob(gnn_scores)[:, None]]), df["label"].to_numpy()
+    return (np.hstack([x, gnn_prob(np.asarray(scores)[df["row"].to_numpy()])[:, None]]), df["label"].to_numpy(),
+            df["population"].to_numpy())
 
 
 def gnn_prob(p: np.ndarray) -> np.ndarray:
@@ -254,32 +265,42 @@ def gnn_prob(p: np.ndarray) -> np.ndarray:
 
 def fit(split, triage_scores, variants: Sequence[str], compatible: Mapping | None = None, gnn=None,
         seed: int = 0) -> StackFit:
-    """Fit each variant (``VARIANTS``) on the split's held-out parts (module docstring); the check
-    first: fit on validation, AUC / AP on test, for the GNN alone and each variant. ``gnn``: the
-    ``scoring.GNNBlocks`` whose names (if it reads them) and probabilities the head reads."""
+    """Fit each variant (``VARIANTS``) on the split's held-out rows (``data.split.held_out_rows``: one
+    head per population, module docstring); the check first: fit on validation, AUC / AP on test, for
+    the GNN alone and each variant (``stack_check_*``; the cold head's ``stack_check_cold_*``).
+    ``gnn``: the ``scoring.GNNBlocks`` whose names (if it reads them) and probabilities the head reads."""
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
         raise DataError(f"discover.stack={list(variants)}: expected some of {list(VARIANTS)} (or [] for no stack)")
     t0 = time.perf_counter()
-    val_graph, test_graph = split.graph("val"), split.graph("test")
-    feats = Features(val_graph, split.relation, compatible, names_of(gnn))
-    x_val, y_val = _rows(split, "val", triage_scores.val, feats)
-    if test_graph is not val_graph:  # without a test graph of its own the test part reads the same graph
-        feats = Features(test_graph, split.relation, compatible, names_of(gnn))
-    x_test, y_test = _rows(split, "test", triage_scores.test, feats)
-    for part, y in (("val", y_val), ("test", y_test)):
-        if len(np.unique(y)) < 2:
-            raise DataError(f"discover.stack: the split's {part} part has {int(y.sum())} positives of {len(y)}; "
-                            f"the stacked head learns from both classes")
-    check = {"stack_check_gnn_auc": float(roc_auc_score(y_test, x_test[:, -1])),
-             "stack_check_gnn_ap": float(average_precision_score(y_test, x_test[:, -1]))}
-    for v in variants:
-        c = columns(v, x_val.shape[1])
-        s = _trees(x_val[:, c], y_val, seed).decision_function(x_test[:, c])
-        check |= {f"stack_check_{v}_auc": float(roc_auc_score(y_test, s)),
-                  f"stack_check_{v}_ap": float(average_precision_score(y_test, s))}
-    x, y = np.vstack([x_val, x_test]), np.concatenate([y_val, y_test])
-    models = {v: _trees(x[:, columns(v, x.shape[1])], y, seed) for v in variants}
+    rows, graphs = held_out_rows(split)
+    feats = {id(g): Features(g, split.relation, compatible, names_of(gnn)) for g in graphs.values()}
+    x_val, y_val, p_val = _rows(rows, "val", triage_scores.val, feats[id(graphs["val"])])
+    x_test, y_test, p_test = _rows(rows, "test", triage_scores.test, feats[id(graphs["test"])])
+    names = [*feats[id(graphs["val"])].names, "gnn"]
+    check, models = {}, {v: {} for v in variants}
+    for pop in POPULATIONS:
+        prefix = "stack_check_" if pop == "known" else f"stack_check_{pop}_"
+        v_in, t_in = p_val == pop, p_test == pop
+        yv, yt = y_val[v_in], y_test[t_in]
+        if min(int(yv.sum()), len(yv) - int(yv.sum())) >= 2 and len(np.unique(yt)) == 2:  # 2: early stopping's stratified split
+            check |= {f"{prefix}gnn_auc": float(roc_auc_score(yt, x_test[t_in, -1])),
+                      f"{prefix}gnn_ap": float(average_precision_score(yt, x_test[t_in, -1])),
+                      f"{prefix}rows": float(len(yv) + len(yt)), f"{prefix}positives": float(yv.sum() + yt.sum())}
+            for v in variants:
+                c = columns(v, names)
+                s = _trees(x_val[v_in][:, c], yv, seed).decision_function(x_test[t_in][:, c])
+                check |= {f"{prefix}{v}_auc": float(roc_auc_score(yt, s)),
+                          f"{prefix}{v}_ap": float(average_precision_score(yt, s))}
+        x, y = np.vstack([x_val[v_in], x_test[t_in]]), np.concatenate([yv, yt])
+        if min(int(y.sum()), len(y) - int(y.sum())) < (2 if pop == "known" else MIN_CLASS):
+            if pop == "known":
+                raise DataError(f"discover.stack: the split's held-out rows hold {int(y.sum())} positives of {len(y)} "
+                                f"pairs whose two ends were known before them; the stacked head learns from both classes")
+            check[f"stack_{pop}_fallback"] = 1.0  # the known head scores these sources too (StackFit)
+            continue
+        for v in variants:
+            models[v][pop] = _trees(x[:, columns(v, names)], y, seed)
     return StackFit(models, check, time.perf_counter() - t0, compatible, gnn)
 
 
@@ -315,9 +336,10 @@ def fit_cached(cache: Path | None, split, triage_scores, variants: Sequence[str]
     return StackFit(kept["models"], kept["check"], 0.0, compatible, gnn), hit
 
 
-def columns(variant: str, width: int) -> slice:
-    """The columns a variant reads (the GNN's score is the last)."""
-    return slice(None) if variant == "with_gnn" else slice(0, width - 1)
+def columns(variant: str, names: Sequence[str]) -> np.ndarray:
+    """The columns ``variant`` reads of the rows whose columns are ``names`` (the GNN's score last)."""
+    drop = {"with_gnn": (), "without_gnn": ("gnn",), "without_names": ("gnn", "name_cos")}[variant]
+    return np.array([i for i, n in enumerate(names) if n not in drop])
 
 
 def _trees(x: np.ndarray, y: np.ndarray, seed: int) -> HistGradientBoostingClassifier:
@@ -326,22 +348,37 @@ def _trees(x: np.ndarray, y: np.ndarray, seed: int) -> HistGradientBoostingClass
 
 class StackBlocks:
     """A fitted variant over a candidate space's blocks (``StackFit.scorer``): ``feats`` of the space's
-    graph; ``gnn``: the block's GNN logits (S x D; ``with_gnn`` only). Log-odds, each distinct coded
-    row once (``transitions.Predictor``)."""
+    graph; ``gnn``: the block's GNN logits (S x D; ``with_gnn`` only); ``known``: per node, whether the
+    graph knows it (its source picks the head, ``StackFit``). Log-odds, each distinct coded row once
+    (``transitions.Predictor``)."""
 
-    def __init__(self, model: HistGradientBoostingClassifier, variant: str, feats: Features, gnn: Callable | None,
-                 probability: Callable):
+    def __init__(self, heads: Mapping[str, HistGradientBoostingClassifier], variant: str, feats: Features,
+                 gnn: Callable | None, probability: Callable, known: np.ndarray):
         if variant == "with_gnn" and gnn is None:
             raise ValueError("the with_gnn stack needs the GNN's block scores")
-        self.feats, self.variant, self.gnn, self.probability = feats, variant, gnn, probability
+        self.feats, self.variant, self.gnn, self.probability, self.known = feats, variant, gnn, probability, known
+        self.cols = columns(variant, [*feats.names, "gnn"])
         self.width = len(feats.names) + (variant == "with_gnn")
-        self.predict = Predictor(model, self.width)
+        self.predict = {pop: Predictor(m, len(self.cols)) for pop, m in heads.items()}
+
+    def predict_rows(self, x: np.ndarray, known: np.ndarray) -> np.ndarray:
+        """Log-odds of rows ``x`` (n x width) whose sources are ``known`` (n bools) or not."""
+        x = x[:, self.cols] if len(self.cols) < x.shape[1] else x
+        cold = self.predict.get("cold", self.predict["known"])
+        if known.all() or cold is self.predict["known"]:
+            return self.predict["known"](x)
+        out = np.empty(len(x), dtype=np.float64)
+        out[known] = self.predict["known"](x[known]) if known.any() else 0.0
+        out[~known] = cold(x[~known])
+        return out
 
     def __call__(self, block) -> np.ndarray:
         p = self.feats.planes(block.src)
         if self.variant == "with_gnn":
             p = np.concatenate([p, gnn_prob(self.probability(self.gnn(block)))[None]], axis=0)
-        return self.predict(p.reshape(self.width, -1).T).reshape(p.shape[1:])
+        x = p.reshape(self.width, -1).T
+        known = np.repeat(self.known[block.src], p.shape[2])
+        return self.predict_rows(x, known).reshape(p.shape[1:])
 
 
 class Kept:
