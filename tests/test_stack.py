@@ -257,3 +257,40 @@ def test_error_analysis_reads_a_cell(small_run, tmp_path):
     assert "share of the difference" in done.stdout and "per entity (known at the cutoff)" in done.stdout
     bad = subprocess.run([sys.executable, str(script), str(folder), "--ours", "Oracle"], capture_output=True, text=True)
     assert bad.returncode != 0 and "no column 'place Oracle'" in bad.stderr
+
+
+def test_a_first_answer_comes_before_the_gnn_and_the_page_is_rewritten_after(tmp_path, monkeypatch, capsys):
+    """``discover.first_answer`` (issue #48): with no model cached the page is written first with the
+    stack without the GNN's lists, before the GNN trains; then rewritten with the entity_ranker's; a
+    second run (model cached) writes no first answer."""
+    import hygrail.discovery.run as run
+    from test_discover import _cfg
+
+    cfg = _cfg(tmp_path, "discover.entities_only=true", "discover.first_answer=true",
+               "discover.entity_ranker=stack_with_gnn", "discover.entity_k=5", "discover.review_budget.val=0",
+               "discover.review_budget.test=0", "discover.review_budget.candidates=0")
+    from hygrail.data import load_kg
+    from hygrail.stages import plain
+
+    kg = load_kg(plain(cfg.data))
+    src = kg.nodes_of_type(kg.schema.relation(cfg.relation.name).src)
+    cfg.discover.entities = [int(src[np.argmax(kg.degree[src])])]
+    seen = []
+    train = run.gnn_stage
+
+    def gnn_stage(*a, **k):  # what the page says while the GNN would train
+        seen.append((run.default_out(cfg) / "hypotheses.md").read_text())
+        return train(*a, **k)
+
+    monkeypatch.setattr(run, "gnn_stage", gnn_stage)
+    result = run.discover(cfg)
+    first, = seen
+    assert "First answer, ranked by Stack without GNN (discover.first_answer)" in first
+    assert "Stack without GNN ranking" in first and "| GNN rank |" not in first and "| Stack without GNN score |" in first
+    assert "first answer (the stack without the GNN" in capsys.readouterr().out
+    assert result.entities.lists[0].ranker == "Stack (trees + GNN)" and "first_answer_seconds" not in result.metrics
+    final = (run.write_report(result) / "hypotheses.md").read_text()
+    assert "First answer" not in final and "Stack (trees + GNN) ranking" in final
+    seen.clear()
+    run.discover(cfg)
+    assert len(seen) == 1 and "First answer" not in seen[0]  # cached: the page read is the last full one

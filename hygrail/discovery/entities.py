@@ -349,7 +349,8 @@ def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entit
     disease, not new; the section's heading counts them. ``ranker``: (label, log-odds of pairs) to
     rank by instead (``discover.entity_ranker``, e.g. the stack's ``StackFit.pair_scorer``); the
     table then keeps the GNN's probability and rank beside, and the region stays the GNN's (the band
-    is calibrated on the GNN's scores)."""
+    is calibrated on the GNN's scores). ``gnn`` None (a first answer before the GNN is trained): the
+    ``ranker``'s order alone, without the GNN's columns."""
     t0 = time.perf_counter()
     src, dst = entity_pairs(space, entity)
     on, implied = known_through_twins(space.kg, entity)
@@ -358,14 +359,18 @@ def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entit
     by_twin = np.isin(partner, np.array(sorted(implied), dtype=np.int64))
     n_on, n_implied = int(on_twin.sum()), int(by_twin.sum())
     src, dst = src[~(on_twin | by_twin)], dst[~(on_twin | by_twin)]
-    logits = gnn.pairs(src, dst)
+    logits = None if gnn is None else gnn.pairs(src, dst)
     label, by = ("GNN", logits) if ranker is None else (ranker[0], np.asarray(ranker[1](src, dst), dtype=np.float64))
     top = ranking(by, src, dst, seed)[:k]
     s, d = src[top], dst[top]
     partner = np.where(s == entity.node, d, s)
-    gnn_score = gnn.probability(logits[top])
     years = [None if future_years is None else future_years.get(p) for p in zip(s.tolist(), d.tolist())]
     columns = {"rank": np.arange(1, len(top) + 1), "partner": [space.kg.label(p) for p in partner], "id": partner}
+    if gnn is None:
+        columns |= {"score": 1.0 / (1.0 + np.exp(-by[top])), "future_year": pl.Series(years, dtype=pl.Int32)}
+        return EntityList(entity, pl.DataFrame(columns), len(src), time.perf_counter() - t0, n_on, n_implied,
+                          ranker=label)
+    gnn_score = gnn.probability(logits[top])
     if ranker is None:
         columns["score"] = gnn_score
     else:
@@ -787,7 +792,7 @@ def _sections(report: EntityReport) -> list[tuple[str, str, pl.DataFrame | None,
         t = e.table.rename({"partner": report.partner_type[e.entity.node_type], "score": f"{e.ranker} score",
                             "gnn_score": "GNN score", "gnn_rank": "GNN rank"}, strict=False)
         if e.ranker != "GNN":  # the band and its regions are the GNN's (calibrated on its scores), not the ranker's
-            t = t.rename({"region": "GNN region"})
+            t = t.rename({"region": "GNN region"}, strict=False)
         twins = ", ".join(map(str, e.entity.twins))
         left = (f"; left out as known: {e.on_twins:,} annotated on its twin{'s' if len(e.entity.twins) > 1 else ''} "
                 f"(id {twins}), {e.implied_by_twins:,} "
