@@ -13,12 +13,17 @@ must earn its place: ``discover.stack`` lists the variants ranked side by side (
 Which graph each stage reads (t = the cutoff):
 
 - fit: the split's held-out hypotheses (``split.part('val')`` and ``('test')``: the relation's newest
-  30% of edges dated <= t, with 20 uniform negatives each: paper App. A.2), every feature read from
-  ``split.graph(part)``, the graph *before* those edges (the training graph), at its own date; the
-  GNN's score is its triage score of that pair, from the model trained on the training graph's
-  edges only. So the rows are transitions: what was new in the window, predicted from the graph at
-  its start, by features none of which saw it. The GNN chose its epoch on the validation part, the
-  only use of those rows before; the test part was never used for a choice.
+  30% of edges dated <= t, with 20 uniform negatives each: paper App. A.2) as transitions of one
+  population each (``data.split.held_out_rows``, issue #45): features read from the training graph
+  at its own date D (``feature_graph``), positives only when dated after D (no year straddles the
+  features and the labels); a ``known`` head on the rows whose two ends are known at D (the
+  population of the whole space at the cutoff), a ``cold`` head on those whose source is unknown at
+  D (a source first linked later: the population of the per-entity cold-start rows); a source the
+  scored graph does not know is ranked by the cold head. Before, one head read both: read against
+  the training graph, 44-59% of its positives had an unused source against 17-27% of its negatives,
+  so "looks unused" meant "positive". The GNN's score is its triage score of that pair, from the
+  model trained on the training graph's edges only. The GNN chose its epoch on the validation part,
+  the only use of those rows before; the test part was never used for a choice.
 - check (``StackFit.check``, logged as ``stack_check_*``): the head fit on the validation rows alone,
   scored on the test rows: AUC / AP of the GNN alone and of each variant. Pre-cutoff evidence only; no
   answer after the cutoff is read by any stage here.
@@ -37,8 +42,9 @@ Features of a candidate (u, v), u of the relation's source type:
   ones a new target, known by its composition alone, has;
 - ``knn_dst``: item-based: the similarity-weighted count of u's partners among v's ``K`` most similar
   destinations (cosine of their partner sets);
-- ``name_cos``: the cosine of the two names' embeddings, when the backbone reads names (the GNN's own
-  input columns; the only signal a newly curated disease with no feature yet has);
+- ``name_cos``: the cosine of the two names' embeddings, when the backbone reads names (``names_for``:
+  the model of the GNN's name inputs; the only signal a newly curated disease with no feature yet has;
+  ``without_names`` leaves it out with the GNN's score, to measure how much a ranking leans on names);
 - ``gnn``: the GNN's score (``with_gnn`` only): its probability, the same float32 sigmoid of its
   logit on both sides (trees split on order only).
 
