@@ -73,7 +73,7 @@ from hygrail.data.split import POPULATIONS, graph_date, held_out_rows
 from hygrail.descriptors import compatible_sets
 from hygrail.discovery.space import Block, row_bounds
 from hygrail.kg import KG, DataError, Relation
-from hygrail.names import NameVectors
+from hygrail.names import name_vectors
 
 K = 20
 VARIANTS = {"with_gnn": "Stack (trees + GNN)", "without_gnn": "Stack without GNN",
@@ -198,7 +198,7 @@ def names_for(graph: KG, relation: Relation, backbone: Mapping):
     with (the plus backbones' ``names``; the same vectors as the GNN's name inputs), None when the
     backbone reads no names, so that the stack reads what the GNN beside it may read."""
     model = backbone.get("names") if str(backbone.get("name", "")).endswith("_plus") else None
-    return None if not model else NameVectors(graph, relation, str(model))
+    return None if not model else name_vectors(graph, relation, str(model))
 
 
 @dataclass
