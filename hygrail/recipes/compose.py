@@ -111,12 +111,3 @@ def by_popularity(lib: Library) -> Callable[[str, frozenset[str]], str | None]:
         return next(iter(candidates(lib, elements, element)), None)
 
     return best
-
-
-def best_from(scores: Mapping[str, Mapping[str, float]]) -> Callable[[str, frozenset[str]], str | None]:
-    """``adapt``'s completion by given per-element scores (element -> precursor -> score), best first."""
-    def best(element: str, elements: frozenset[str]) -> str | None:
-        ranked = scores.get(element) or {}
-        return max(ranked, key=lambda p: (ranked[p], p), default=None)
-
-    return best
