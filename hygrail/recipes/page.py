@@ -48,7 +48,7 @@ from hygrail.recipes.library import Library
 from hygrail.recipes.ranker import Proposal, SetRanker
 
 log = logging.getLogger("hygrail.recipes")
-VERSION = "recipes-1"  # bump when a change alters the parsed table or the fitted ranker: cached ones then miss
+VERSION = "recipes-2"  # bump when a change alters the parsed table or the fitted ranker: cached ones then miss
 SIMILAR_SHOWN = 5  # similar recorded materials listed for a new composition
 
 

@@ -95,7 +95,7 @@ def local(lib: Library, elements: frozenset[str], near: Sequence[tuple[int, floa
     """need(E) element -> precursor -> P(p | e, near E) (module docstring), over the compatible
     precursors the library records for e."""
     out = {}
-    for e in lib.need(elements):
+    for e in sorted(lib.need(elements)):
         num: dict[str, float] = {}
         den = 0.0
         for i, s in near:
@@ -143,7 +143,7 @@ def features(lib: Library, elements: frozenset[str], cand: Candidate, probs: dic
     """``FEATURES`` of one candidate (module docstring)."""
     need = lib.need(elements)
     glob, loc = [], []
-    for e in need:
+    for e in sorted(need):  # a fixed order: the sums must not depend on the process's string hashing
         holders = [p for p in cand.precursors if e in lib.precursor_elements[p]]
         glob.append(math.log(max((lib.probability(e, p) for p in holders), default=0.0) or FLOOR))
         loc.append(math.log(max((probs[e].get(p, 0.0) for p in holders), default=0.0) or FLOOR))
