@@ -196,7 +196,7 @@ def heading(lib: Library, s: dict) -> str:
 def markdown(lib: Library, facts: dict, secs: list[dict], k: int) -> str:
     lines = ["# Precursor sets to try", "", *(f"- {k}: {v}" for k, v in facts.items()), ""]
     for s in secs:
-        lines += [f"## {heading(lib, s)}", "", "| rank | precursors | evidence | score |", "|---|---|---|---|"]
+        lines += [f"## {heading(lib, s)}", "", "| rank | precursors | evidence | score (log-odds) |", "|---|---|---|---|"]
         lines += [f"| {r['rank']} | {r['precursors']} | {r['text'].replace('|', '/')} | {r['score']:.2f} |"
                   for r in s["proposals"]]
         lines += [f"\n{shortfall(s, k)}"] if shortfall(s, k) else []
@@ -224,7 +224,7 @@ def to_html(lib: Library, facts: dict, secs: list[dict], k: int) -> str:
            *(f"<li>{esc(k)}: {esc(str(v))}</li>" for k, v in facts.items()), "</ul>"]
     for s in secs:
         out.append(f"<h2>{esc(heading(lib, s))}</h2><table><tr><th>rank</th><th>precursors</th><th>evidence</th>"
-                   f"<th>score</th></tr>")
+                   f"<th>score (log-odds)</th></tr>")
         for r in s["proposals"]:
             text = esc(r["text"])
             if r["doi"]:
