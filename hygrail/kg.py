@@ -332,14 +332,37 @@ class KG:
     def until(self, year: int) -> "KG":
         """Same nodes (same ids), only the edges dated ``NO_YEAR < year' <= year`` and those of the
         schema's ``static_edge_types`` (known at any date): the graph as it was known at the end of
-        ``year`` (retrospective discovery). Undated edges are left out too (their
+        ``year`` (retrospective discovery); a static edge only between nodes made by then (``made_by``),
+        and the hierarchy (``ancestors``) among those. Undated edges are left out too (their
         date is unknown, so they might come from after the cutoff) and become masked pairs: a real link
         of unknown date is neither a candidate nor a negative, nor a miss of the ranking that finds it."""
         dated = self.edges["year"]
         static = self.edges["type"].is_in([self.schema.canonical(e) for e in self.schema.static])
-        known = static | ((dated != NO_YEAR) & (dated <= year))
+        made = self.made_by(year)
+        existing = static & pl.Series(made[self.edges["u"].to_numpy()] & made[self.edges["v"].to_numpy()])
+        known = existing | ((dated != NO_YEAR) & (dated <= year))
         out = self._derived(self.edges.filter(known), self.edges.filter(~static & (dated == NO_YEAR)))
         out.as_of = int(year) if self.as_of is None else min(int(year), self.as_of)
+        if self.ancestors is not None and not made.all():  # the hierarchy among the terms of that date
+            kept = sp.csr_matrix(self.ancestors.multiply(made[:, None]).multiply(made[None, :]), dtype=bool)
+            kept.eliminate_zeros()
+            out.ancestors = kept
+        return out
+
+    def made_by(self, year: int) -> np.ndarray:
+        """Per node: whether it existed at the end of ``year``, for its static edges (an ontology's
+        is_a, a composition): created by then, or with no creation year (HPO's terms older than
+        hp.obo's ``creation_date`` tag), or linked by a dated edge by then. A static edge to a node
+        made later is no edge of the graph ``until`` gives (at HPO 2012, 1,888 is_a edges touch a term
+        created after it; issue #45), and the hierarchy keeps only the ancestry among existing terms
+        (the release's closure restricted to them: A is_a B is_a C, with B created later, keeps C as
+        an ancestor of A; the release does not say what A's parent was before B)."""
+        if self.created is None:
+            return np.ones(self.num_nodes, dtype=bool)
+        out = (self.created == NO_YEAR) | (self.created <= year)
+        e = self.edges.filter((pl.col("year") != NO_YEAR) & (pl.col("year") <= year))
+        out[e["u"].to_numpy()] = True
+        out[e["v"].to_numpy()] = True
         return out
 
     def relation_edges(self, relation: Relation) -> pl.DataFrame:

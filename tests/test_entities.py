@@ -310,8 +310,14 @@ def test_hits_recall_and_all_at_k_by_hand():
     assert (row["recall_at_1"], row["recall_at_2"], row["recall_at_5"]) == (0.0, 0.25, 0.5)
     assert row["all_at_5"] == 0.5 and "all_at_2" not in row
     assert row["hits_at_2_se"] == pytest.approx(0.5) and row["recall_at_2_se"] == pytest.approx(0.25)
-    best, k, gains = entities.lift({"gnn": found["m"], "tsh": found["m"], "m": 0 * found["m"]}, ["m"], (1, 2, 5))
-    assert (best, k) == ("m", 5) and gains["gnn_lift_hits_at_5"] == 0.5 and gains["tsh_lift_hits_at_5_se"] == 0.5
+    # issue #45: a learned method's lift is against the best of every other ranking, learned ones (TSH) included;
+    # the stack's variants are never each other's baseline
+    tsh = np.array([[0, 1, 2], [0, 0, 1]])  # hits@5 on both entities
+    found4 = {"gnn": found["m"], "tsh": tsh, "m": 0 * found["m"], "stack_a": tsh, "stack_b": 0 * tsh}
+    best, k, gains = entities.lift(found4, (1, 2, 5), {"gnn": "GNN", "tsh": "TSH", "stack_a": "A", "stack_b": "B"})
+    assert k == 5 and best == {"gnn": "tsh", "tsh": "stack_a", "stack_a": "tsh", "stack_b": "tsh"}
+    assert gains["gnn_lift_hits_at_5"] == -0.5 and gains["gnn_lift_hits_at_5_se"] == pytest.approx(0.5)
+    assert gains["tsh_lift_hits_at_5"] == 0.0 and gains["stack_b_lift_hits_at_5"] == -1.0
     # equal scores: the seeded tiebreak orders them, as ``space.ranking`` orders the whole space
     for seed in range(5):
         _, _, tied = entities.found_at(space, {"m": lambda block: np.ones(block.valid.shape)}, np.array([a0, a0, a1]),

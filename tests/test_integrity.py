@@ -134,6 +134,27 @@ def test_ontology_ancestors_of_a_true_annotation_are_excluded_descendants_are_no
     assert then.edges.filter(pl.col("type") == "APL-APL").height == 3 and then.masked.height == 0
 
 
+def test_a_cutoff_keeps_only_the_ontology_of_its_date(matkg_schema):
+    """Issue #45: at a cutoff, is_a edges and the implied-pair exclusions use only the terms created
+    by then. t3 (child of t1) is created in 2003: cut at 2001, its is_a edge is gone and it is nobody's
+    ancestor or descendant. Before, the 2025 release's hierarchy held at every date."""
+    kg = _hierarchy_kg(dataclasses.replace(matkg_schema, static=("APL-APL",)))
+    created = pl.Series([None, None, None, None, None, 2003], dtype=pl.Int32)  # t3 (node 5) created in 2003
+    # d (0) is annotated to t3 only in 2004 here, so t3 is not made by 2001 through an edge either
+    edges = kg.edges.with_columns(pl.when(pl.col("u") == 0).then(2004).otherwise(pl.col("year")).alias("year"))
+    late = KG(kg.schema, kg.nodes.with_columns(created=created), edges, ancestors=kg.ancestors)
+    then = late.until(2001)
+    assert then.made_by(2001).tolist() == [True, True, True, True, True, False]
+    isa = then.edges.filter(pl.col("type") == "APL-APL")
+    assert sorted(zip(isa["u"].to_list(), isa["v"].to_list())) == [(2, 3), (2, 4)]  # t1-t0, t2-t0; not t3-t1
+    assert then.ancestors[5].nnz == 0 and then.ancestors[:, 5].nnz == 0
+    assert then.ancestors[3, 2] and then.ancestors[4, 2]  # the terms of 2001 keep their ancestry
+    assert then.masked.height == 0  # a dropped is_a edge is no withheld link
+    # by 2003 t3 exists: its is_a edge and ancestry are back
+    now = late.until(2003)
+    assert now.edges.filter(pl.col("type") == "APL-APL").height == 3 and now.ancestors[5, 3] and now.ancestors[5, 2]
+
+
 def test_the_triage_cache_key_covers_the_years_and_names_a_backbone_reads(matkg_schema):
     """Item 4: the plus backbones read edge years (node inputs) and node names (name embeddings, the
     head's name similarity): changing either changes their key. The paper backbones read neither,

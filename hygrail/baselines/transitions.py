@@ -108,7 +108,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.metrics import roc_auc_score
 
 from hygrail.baselines.structural import CHUNK, fit_on_validation, relation_adjacency
-from hygrail.data.split import Split, known_nodes
+from hygrail.data.split import Split, graph_date, known_nodes
 from hygrail.descriptors import COMPATIBILITY, compatible_sets
 from hygrail.kg import KG, NO_YEAR, DataError, Relation
 from hygrail.thresholds import decision_threshold
@@ -136,16 +136,6 @@ def _positive(value, name: str) -> int:
     if not isinstance(value, Integral) or isinstance(value, bool) or value < 1:
         raise DataError(f"{name}={value!r}: expected a positive integer")
     return int(value)
-
-
-def graph_date(graph: KG, relation: Relation) -> int:
-    """The latest year of the relation's dated edges: the date of a graph that carries no cutoff."""
-    years = graph.relation_edges(relation)["year"]
-    years = years.filter(years != NO_YEAR)
-    if years.is_empty():
-        raise DataError(f"relation {relation.name} ({relation.label}) has no dated edges: method gbdt learns from "
-                        f"the edges of an earlier window and needs their years")
-    return int(years.max())
 
 
 def ontology_type(graph: KG, relation: Relation) -> str | None:

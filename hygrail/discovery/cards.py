@@ -151,11 +151,25 @@ def retro_tables(retro) -> list[tuple[str, pl.DataFrame]]:
             "ends at the cutoff; minimum references; Science4Cast's grid)", grid),
            (f"Per degree-product bucket (headline answers): precision@{small} / precision@{large} within the bucket "
             f"(how many of the ranking's top {top.removeprefix('in_top_')} lie in it)", buckets)]
+    if retro.margins is not None and retro.margins.height:
+        out.append(("Margins (headline answers): each ranking against the best ranking of another family (the GNN's "
+                    "own lists and the stack's variants are not each other's baselines), by AUC and by AP; ± the "
+                    "standard error paired over the answers (retro.margins)", margin_table(retro.margins)))
     if retro.paired is not None:
         out.append((f"HyGRAIL (discover.order={retro.order}) against the GNN, paired at each K (headline answers): "
                     f"precision@K, the difference, the candidates that entered HyGRAIL's top K (as many left it) "
                     f"and the answers among those that entered (gained) and left (lost)", retro.paired))
     return out
+
+
+def margin_table(m: pl.DataFrame) -> pl.DataFrame:
+    """``retro.margins`` for reading: one row per method, its margin ± SE against the best other."""
+    return m.select(
+        "method",
+        pl.format("{} ({})", pl.col("best_auc"), pl.col("best_auc_value").round(4)).alias("best other by AUC"),
+        pl.format("{} ± {}", pl.col("auc_margin").round(4), pl.col("auc_margin_se").round(4)).alias("AUC margin"),
+        pl.format("{} ({})", pl.col("best_ap"), pl.col("best_ap_value").round(5)).alias("best other by AP"),
+        pl.format("{}% ± {}", (100 * pl.col("ap_gain")).round(1), (100 * pl.col("ap_gain_se")).round(1)).alias("AP gain"))
 
 
 def _md_table(df: pl.DataFrame) -> str:

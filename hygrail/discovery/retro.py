@@ -109,6 +109,17 @@ class Future:
     new_dst: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     new_year: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
+    def new_within(self, cutoff: int, horizon: int) -> np.ndarray:
+        """Per new-entity edge: whether its source was first linked within ``horizon`` years of the
+        cutoff (its earliest edge here) and the edge itself falls within them: the cold-start task as
+        a user meets it (issue #45; the other new edges are the any-year row)."""
+        if not len(self.new_src):
+            return np.zeros(0, dtype=bool)
+        sources, inverse = np.unique(self.new_src, return_inverse=True)
+        first = np.full(len(sources), np.iinfo(np.int64).max)
+        np.minimum.at(first, inverse, self.new_year)
+        return (first[inverse] <= cutoff + horizon) & (self.new_year <= cutoff + horizon)
+
 
 def future_edges(kg: KG, known: KG, relation: Relation, cutoff: int) -> Future:
     edges = kg.relation_edges(relation)
@@ -252,10 +263,61 @@ class Retrospective:
     # loses AUC (``run.answers_table``)
     places: dict = field(default_factory=dict)
     answers: pl.DataFrame | None = None  # one row per answer with its ``places`` (``run.answers_table``)
+    margins: pl.DataFrame | None = None  # each method against the best other ranking, paired (``margins``)
 
     def headline_rows(self) -> pl.DataFrame:
         h, d, c = self.headline
         return self.table.filter((pl.col("horizon") == h) & (pl.col("min_degree") == d) & (pl.col("min_count") == c))
+
+
+def margins(rows: pl.DataFrame, places: Mapping[str, np.ndarray], family: Mapping[str, str]) -> pl.DataFrame:
+    """Each method of the headline ``rows`` (method, n_candidates, auc, ap) against the best ranking of
+    another ``family`` (method -> family; a method's own variants, e.g. the stack's, or the GNN's
+    HyGRAIL list and novelty views, are never its baseline), by AUC and by AP separately: the
+    difference, exact from the table, and its standard error paired over the answers from each
+    answer's place in both lists (``places``; NaN: not a headline answer). AUC: an answer's share of
+    candidates ranked above it differs by d_i between the lists, and the AUC difference is mean(d_i)
+    up to the answers' order among themselves; its SE std(d_i) / sqrt(n) is DeLong's variance over the
+    positives, the part over the negatives (tens of millions) being negligible. AP: an answer's
+    precision at its place (answers at or above it / its position) differs by e_i, AP = mean over the
+    answers; SE std(e_i) / sqrt(n) treats the answers' terms as independent (an approximation; a term
+    also moves when another answer passes it). ``ap_gain``: the relative difference, its SE that of
+    the difference over the baseline's AP."""
+    head = {r["method"]: r for r in rows.iter_rows(named=True)}
+    out = []
+    for m, r in head.items():
+        others = [o for o in head if family.get(o, o) != family.get(m, m) and o in places]
+        if not others or m not in places:
+            continue
+        row = {"method": m}
+        for metric in ("auc", "ap"):
+            best = max(others, key=lambda o: head[o][metric])
+            mine, theirs = places[m], places[best]
+            ok = np.isfinite(mine) & np.isfinite(theirs)
+            if metric == "auc":
+                d = theirs[ok] - mine[ok]
+            else:
+                d = _precision_at_place(mine[ok], r["n_candidates"]) - _precision_at_place(theirs[ok], r["n_candidates"])
+            se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
+            diff = float(r[metric] - head[best][metric])
+            row |= {f"best_{metric}": best, f"{metric}": float(r[metric]), f"best_{metric}_value": float(head[best][metric]),
+                    f"{metric}_margin": diff, f"{metric}_margin_se": se}
+            if metric == "ap":
+                base = float(head[best]["ap"])
+                row |= {"ap_gain": diff / base if base > 0 else float("nan"),
+                        "ap_gain_se": se / base if base > 0 else float("nan")}
+        out.append(row)
+    return pl.DataFrame(out)
+
+
+def _precision_at_place(place: np.ndarray, n: int) -> np.ndarray:
+    """Each answer's precision at its place (``Retrospective.places``: a fraction of ``n``): the
+    answers at or above it over its 1-based position (tied answers by their places' order)."""
+    pos = place * n
+    order = np.argsort(pos, kind="stable")
+    above = np.empty(len(pos))
+    above[order] = np.arange(1, len(pos) + 1)
+    return above / (pos + 1)
 
 
 def headline(horizons: Sequence[int], min_degrees: Sequence[int], min_counts: Sequence[int]) -> tuple[int, int, int]:

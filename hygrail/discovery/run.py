@@ -51,10 +51,10 @@ from omegaconf import DictConfig, OmegaConf
 from threadpoolctl import threadpool_limits
 
 from hygrail.data import CONF, load_kg
-from hygrail.discovery import compositions, entities, options, stack
+from hygrail.discovery import compositions, entities, first_answer, options, stack
 from hygrail.discovery.cards import COLUMNS, listed_moves, write_html, write_markdown, write_table
 from hygrail.discovery.novelty import distances, hub_pairs, novelty_scores
-from hygrail.discovery.retro import (Retrospective, answers, check_cutoff, degree_mask, future_edges,
+from hygrail.discovery.retro import (Retrospective, answers, check_cutoff, degree_mask, future_edges, margins,
                                      hygrail_order, paired_precision, retrospective, reviewed_order)
 from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, PreferentialAttachment, TSHBlocks, two_stage, walk
 from hygrail.discovery.space import CandidateSpace, tiebreak
@@ -157,6 +157,15 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
         _, split = build_split(cfg, known)
     except DataError as e:  # e.g. too few edges known by an early cutoff to split
         raise DataError(f"discover.cutoff={cutoff}: {e}" if cutoff is not None else str(e)) from None
+    cache = Path(cfg.paths.cache)
+    if d.get("first_answer") and d.get("entities_only") and wanted and \
+            not first_answer.model_cached(split, cfg.backbone, seed, cache / "triage"):
+        report, m = first_answer.lists(d, split, space, wanted, cfg.backbone, seed, cache)
+        early = entities_only(cfg, space, None, None, m, {"prepare": time.perf_counter() - t0}, lambda future: report,
+                              pending=len(new))
+        print(f"first answer (the stack without the GNN, {m['first_answer_seconds']:.0f} s): "
+              f"{write_report(early).resolve() / 'index.html'}; training the GNN now, the page is rewritten when it is "
+              f"done (stopping here keeps this page; the same command goes on with the training)", flush=True)
     with threads(int(cfg.threads)):  # the model depends on the thread count (conf/discover/default.yaml)
         triage, metrics, _ = gnn_stage(cfg, known, split, logger)
     from hygrail.triage.train import load_scorer
@@ -174,7 +183,7 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
         t0 = time.perf_counter()
         compatible = d.get("compatible") if (d.get("compatible") or {}).get("via") else None
         fitted, hit = stack.fit_cached(Path(cfg.paths.cache) / "stack", split, triage.scores, variants, compatible, gnn,
-                                       seed)
+                                       seed, stack.names_for(known, relation, cfg.backbone))
         metrics |= fitted.metrics() | {"stack_cache_hit": float(hit)}
         timer["stack_fit"] = time.perf_counter() - t0
     ranker = None
@@ -314,8 +323,8 @@ TABLE_SCHEMA = {"rank": pl.Int64, "gnn_rank": pl.Int64, "left": pl.String, "righ
                 "right_id": pl.Int64}
 
 
-def entities_only(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float, metrics: dict, timer: dict,
-                  named_sections) -> Discovery:
+def entities_only(cfg: DictConfig, space: CandidateSpace, band: Band | None, threshold: float | None, metrics: dict,
+                  timer: dict, named_sections, pending: int | None = None) -> Discovery:
     """``discover.entities_only``: the named entities' sections without the walk over the whole space:
     no global ranking, no band counts, no reviews; the page says so.
 
@@ -332,7 +341,9 @@ def entities_only(cfg: DictConfig, space: CandidateSpace, band: Band, threshold:
     load; the next levers are a parsed-KG cache and the imports. The lists equal the whole run's,
     whose two-stage walk over the 38.6 M candidates took 83 s and whose first run trained the model
     in 1,554 s. Whole HPO (ranked by the cached stack; conf/experiment/discover_hpo.yaml): 3 diseases
-    in 38 s wall, 10 (15 sections with their twins) in 52 s under load 2."""
+    in 38 s wall, 10 (15 sections with their twins) in 52 s under load 2. ``pending``: the page is
+    ``discover.first_answer``'s, written before the GNN (``band``, ``threshold`` None), with this many
+    new compositions left for the GNN's page."""
     t0 = time.perf_counter()
     report = named_sections(None)
     timer["entities"] = time.perf_counter() - t0
@@ -349,10 +360,18 @@ def entities_only(cfg: DictConfig, space: CandidateSpace, band: Band, threshold:
     by = cfg.backbone.name if rankers == ["GNN"] else f"{', '.join(rankers)} (GNN: {cfg.backbone.name})"
     lead = [f"Ranked by {by}: {scored}.",
             "Suggestions are model-generated candidates for expert or experimental validation, not findings."]
+    if pending is not None:
+        by = f"{', '.join(rankers)} (first answer: no GNN yet)"
+        lead[0] = (f"First answer, ranked by {', '.join(rankers)} (discover.first_answer): the GNN ({cfg.backbone.name}) "
+                   f"is being trained, and this page is rewritten with discover.entity_ranker's lists when it is done; "
+                   f"stopped before then, the same command goes on from its last epoch. "
+                   + (f"{pending} new composition(s) get their section then (the GNN ranks them). " if pending else "")
+                   + f"Scored: {scored}.")
     facts = {"scored": scored, "data": cfg.data.name, "relation": f"{rel.name} ({rel.label})", "backbone": cfg.backbone.name,
              "ranked by": by, "seed": cfg.seed,
-             "band [a*, b*]": f"[{band.a:.4f}, {band.b:.4f}]" + (f" ({EMPTY_BAND})" if band.a == band.b else ""),
-             "GNN-only threshold": f"{threshold:.4f}",
+             "band [a*, b*]": "not yet: the GNN is training" if band is None else
+             f"[{band.a:.4f}, {band.b:.4f}]" + (f" ({EMPTY_BAND})" if band.a == band.b else ""),
+             "GNN-only threshold": "not yet" if threshold is None else f"{threshold:.4f}",
              "seconds": ", ".join(f"{k} {v:.1f}" for k, v in timer.items())}
     table = pl.DataFrame(schema=TABLE_SCHEMA).select(COLUMNS)
     result = Discovery(table, metrics, default_out(cfg), {}, space=space, graph=space.kg,
@@ -640,8 +659,13 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
     paired = paired_precision(order, gnn_order, y, [*ks, *([budget] if budget else [])])
     paired = paired.with_columns(pl.when(pl.col("K") == budget).then(pl.lit("= review budget")).otherwise(pl.lit(""))
                                  .alias("K is"))
+    # margins against the best ranking of another family: the GNN's own lists (HyGRAIL's, the novelty views)
+    # and the stack's variants are never each other's baseline (issue #45)
+    family = {labels[k]: "gnn" for k in ("gnn", "hygrail", "novelty", "degree_adjusted") if k in labels} | \
+        {stack.VARIANTS[v]: "stack" for v in d.get("stack") or []}
     result = dataclasses.replace(result, paired=paired, order=d.get("order", "paper"),
-                                 answers=answers_table(space, future, result.places))
+                                 answers=answers_table(space, future, result.places),
+                                 margins=margins(result.headline_rows(), result.places, family))
     curves = result.curves
     metrics = {"retro_future_edges": float(len(future.src)), "retro_future_unreachable": float(future.unreachable),
                "retro_future_implied": float(future.implied), "retro_undated_excluded": float(future.undated),
@@ -660,6 +684,9 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
     for row in result.headline_rows().iter_rows(named=True):
         metrics |= {f"retro_{key[row['method']]}_{k}": float(v) for k, v in row.items()
                     if k not in ("method", "horizon", "min_degree", "min_count", "n_candidates")}
+    for row in result.margins.iter_rows(named=True):
+        metrics |= {f"retro_{key[row['method']]}_{k}": float(v) for k, v in row.items()
+                    if k.endswith(("_margin", "_margin_se")) or k.startswith("ap_gain")}
     return result, curves, metrics, known_rows
 
 
@@ -846,6 +873,8 @@ def write_report(result: Discovery) -> Path:
         result.retro.buckets.write_csv(out / "retrospective_buckets.csv")
         if result.retro.answers is not None:
             result.retro.answers.write_csv(out / "retrospective_answers.csv")
+        if result.retro.margins is not None:
+            result.retro.margins.write_csv(out / "retrospective_margins.csv")
     write_table(result.table, out)
     write_markdown(result.table, result.summary, result.retro, out)
     write_html(result.table, result.summary, result.retro, figure, out)

@@ -13,12 +13,17 @@ must earn its place: ``discover.stack`` lists the variants ranked side by side (
 Which graph each stage reads (t = the cutoff):
 
 - fit: the split's held-out hypotheses (``split.part('val')`` and ``('test')``: the relation's newest
-  30% of edges dated <= t, with 20 uniform negatives each: paper App. A.2), every feature read from
-  ``split.graph(part)``, the graph *before* those edges (the training graph), at its own date; the
-  GNN's score is its triage score of that pair, from the model trained on the training graph's
-  edges only. So the rows are transitions: what was new in the window, predicted from the graph at
-  its start, by features none of which saw it. The GNN chose its epoch on the validation part, the
-  only use of those rows before; the test part was never used for a choice.
+  30% of edges dated <= t, with 20 uniform negatives each: paper App. A.2) as transitions of one
+  population each (``data.split.held_out_rows``, issue #45): features read from the training graph
+  at its own date D (``feature_graph``), positives only when dated after D (no year straddles the
+  features and the labels); a ``known`` head on the rows whose two ends are known at D (the
+  population of the whole space at the cutoff), a ``cold`` head on those whose source is unknown at
+  D (a source first linked later: the population of the per-entity cold-start rows); a source the
+  scored graph does not know is ranked by the cold head. Before, one head read both: read against
+  the training graph, 44-59% of its positives had an unused source against 17-27% of its negatives,
+  so "looks unused" meant "positive". The GNN's score is its triage score of that pair, from the
+  model trained on the training graph's edges only. The GNN chose its epoch on the validation part,
+  the only use of those rows before; the test part was never used for a choice.
 - check (``StackFit.check``, logged as ``stack_check_*``): the head fit on the validation rows alone,
   scored on the test rows: AUC / AP of the GNN alone and of each variant. Pre-cutoff evidence only; no
   answer after the cutoff is read by any stage here.
@@ -37,8 +42,9 @@ Features of a candidate (u, v), u of the relation's source type:
   ones a new target, known by its composition alone, has;
 - ``knn_dst``: item-based: the similarity-weighted count of u's partners among v's ``K`` most similar
   destinations (cosine of their partner sets);
-- ``name_cos``: the cosine of the two names' embeddings, when the backbone reads names (the GNN's own
-  input columns; the only signal a newly curated disease with no feature yet has);
+- ``name_cos``: the cosine of the two names' embeddings, when the backbone reads names (``names_for``:
+  the model of the GNN's name inputs; the only signal a newly curated disease with no feature yet has;
+  ``without_names`` leaves it out with the GNN's score, to measure how much a ranking leans on names);
 - ``gnn``: the GNN's score (``with_gnn`` only): its probability, the same float32 sigmoid of its
   logit on both sides (trees split on order only).
 
@@ -56,19 +62,24 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
+import polars as pl
 import scipy.sparse as sp
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from hygrail.baselines.structural import CHUNK, relation_adjacency
-from hygrail.baselines.transitions import PARAMS, PairFeatures, Predictor, _rowsum, graph_date
+from hygrail.baselines.transitions import NEG_PER_POS, PARAMS, PairFeatures, Predictor, _rowsum
+from hygrail.data.split import POPULATIONS, graph_date, held_out_rows
 from hygrail.descriptors import compatible_sets
 from hygrail.discovery.space import Block, row_bounds
 from hygrail.kg import KG, DataError, Relation
+from hygrail.names import name_vectors
 
 K = 20
-VARIANTS = {"with_gnn": "Stack (trees + GNN)", "without_gnn": "Stack without GNN"}
-VERSION = "stack-1"  # bump when a change alters the fitted trees: cached fits (``fit_cached``) then miss
+VARIANTS = {"with_gnn": "Stack (trees + GNN)", "without_gnn": "Stack without GNN",
+            "without_names": "Stack without GNN or names"}
+MIN_CLASS = 20  # rows of each class the cold head needs (fewer: the known head stands in); not tuned
+VERSION = "stack-4"  # bump when a change alters the fitted trees: cached fits (``fit_cached``) then miss
 BLOCK_SOURCES = 8  # ``pair_scorer``: lists of at most this many sources go by whole rows; not tuned (an entity
                    # of the source type has one; 8 rows of HPO's 18 k destinations are a few MB of feature planes)
 SIM_ROWS = 512  # rows of a similarity product at a time (512 x 12k float64 = 49 MB on whole HPO)
@@ -155,8 +166,8 @@ class Neighbours:
 # -- the head ----------------------------------------------------------------------------------------
 class Features:
     """Every column of the head but the GNN's (``PairFeatures`` + ``Neighbours`` + ``name_cos``) of
-    ``graph`` at its date; ``names``: the GNN whose name cosine is read (``scoring.GNNBlocks.name_cosine``;
-    None: no names), ``dst``: the destinations a block spans."""
+    ``graph`` at its date; ``names``: the names' vectors (``hygrail.names.NameVectors``; None: no
+    names), ``dst``: the destinations a block spans."""
 
     def __init__(self, graph: KG, relation: Relation, compatible: Mapping | None, names=None,
                  dst: np.ndarray | None = None):
@@ -170,49 +181,57 @@ class Features:
     def pairs(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         parts = [self.pair.pairs(src, dst), self.knn.pairs(src, dst)]
         if self.cos is not None:
-            parts.append(self.cos.name_cosine(src, dst)[:, None].astype(np.float32))
+            parts.append(self.cos.pairs(src, dst)[:, None].astype(np.float32))
         return np.hstack(parts)
 
     def planes(self, src: np.ndarray) -> np.ndarray:
         """F x S x D float32; the last block's kept (the per-entity evaluation asks each variant for
         the same block in turn)."""
         if self._last[0] is not src:
-            extra = self.knn.block(src, self.dst) + ([self.cos.name_cosine(src)] if self.cos is not None else [])
+            extra = self.knn.block(src, self.dst) + ([self.cos.block(src, self.dst)] if self.cos is not None else [])
             self._last = (src, np.concatenate([self.pair.planes(src), np.stack(extra).astype(np.float32)], axis=0))
         return self._last[1]
 
 
-def names_of(gnn):
-    """``gnn`` when its backbone reads names (its ``name_cosine`` answers), else None."""
-    none = np.zeros(0, np.int64)
-    return None if gnn is None or gnn.name_cosine(none, none) is None else gnn
+def names_for(graph: KG, relation: Relation, backbone: Mapping):
+    """The names' vectors the stack reads (``name_cos``): those of the model the backbone reads names
+    with (the plus backbones' ``names``; the same vectors as the GNN's name inputs), None when the
+    backbone reads no names, so that the stack reads what the GNN beside it may read."""
+    model = backbone.get("names") if str(backbone.get("name", "")).endswith("_plus") else None
+    return None if not model else name_vectors(graph, relation, str(model))
 
 
 @dataclass
 class StackFit:
-    """The fitted heads (variant -> trees), what the fit found, and what scoring reads: the
-    compatibility option and the GNN (its probabilities, its names)."""
+    """The fitted heads (variant -> population -> trees: ``data.split.POPULATIONS``), what the fit
+    found, and what scoring reads: the compatibility option and the GNN (its probabilities, its
+    names). A source known in the graph scored is ranked by the ``known`` head, one unknown there (a
+    cold-start entity, given by name or composition) by the ``cold`` head, or the ``known`` head when
+    the held-out rows held too few cold ones to fit it (``cold_fallback``)."""
 
-    models: dict[str, HistGradientBoostingClassifier]
+    models: dict[str, dict[str, HistGradientBoostingClassifier]]
     check: dict[str, float] = field(default_factory=dict)  # stack_check_*: fit on val rows, scored on test rows
     seconds: float = 0.0
     compatible: Mapping | None = None
-    gnn: object = None
+    gnn: object = None  # the GNN's probabilities (``with_gnn``); None: a stack fit without the GNN
+    names: object = None  # the names' vectors (``hygrail.names.NameVectors``); None: no names
     _features: tuple = (None, None)  # (space, its Features): built once, shared by every variant and walk
 
     def metrics(self) -> dict[str, float]:
         return self.check | {"stack_fit_seconds": self.seconds,
-                             **{f"stack_{v}_trees": float(m.n_iter_) for v, m in self.models.items()}}
+                             **{f"stack_{v}{'' if p == 'known' else '_' + p}_trees": float(m.n_iter_)
+                                for v, heads in self.models.items() for p, m in heads.items()}}
 
     def features(self, space) -> Features:
         if self._features[0] is not space:
-            self._features = (space, Features(space.kg, space.relation, self.compatible, names_of(self.gnn), space.dst))
+            self._features = (space, Features(space.kg, space.relation, self.compatible, self.names, space.dst))
         return self._features[1]
 
     def scorer(self, variant: str, space, gnn_block: Callable | None = None) -> "StackBlocks":
         """``variant`` over ``space``'s blocks, features read from ``space.kg`` (the cut graph);
         ``gnn_block``: the block's GNN logits (``Kept`` in a whole-space walk, ``Memo`` per entity)."""
-        return StackBlocks(self.models[variant], variant, self.features(space), gnn_block, self.gnn.probability)
+        return StackBlocks(self.models[variant], variant, self.features(space), gnn_block,
+                           None if self.gnn is None else self.gnn.probability, space.kg.known)
 
     def pair_scorer(self, variant: str, space, max_sources: int = BLOCK_SOURCES) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         """``variant``'s log-odds of a list of pairs (src[i], dst[i]) of ``space``, features read from
@@ -223,8 +242,7 @@ class StackFit:
         Measured on whole HPO, load 2: a disease's whole list (its ~12.9 k candidates scored, the
         GNN's columns, the ranking) took 0.57 s this way against ~2.3 s pair by pair."""
         feats = self.features(space)
-        predict = Predictor(self.models[variant], len(feats.names) + (variant == "with_gnn"))
-        rows = StackBlocks(self.models[variant], variant, feats, self.gnn, self.gnn.probability)
+        rows = self.scorer(variant, space, self.gnn)
 
         def score(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
             sources = np.unique(src)
@@ -234,16 +252,20 @@ class StackFit:
             x = feats.pairs(src, dst)
             if variant == "with_gnn":
                 x = np.hstack([x, gnn_prob(self.gnn.probability(self.gnn.pairs(src, dst)))[:, None]])
-            return predict(x)
+            return rows.predict_rows(x, space.kg.known[src])
 
         return score
 
 
-def _rows(split, part: str, gnn_scores: np.ndarray, feats: Features) -> tuple[np.ndarray, np.ndarray]:
-    """(features with the GNN's score last, labels) of one held-out part, read from its graph."""
-    df = split.part(part)
+def _rows(rows: pl.DataFrame, part: str, scores: np.ndarray | None, feats: Features
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(features with the GNN's score last, labels, population) of one held-out part's rows
+    (``held_out_rows``), read from its feature graph; ``scores``: the GNN's triage scores of the
+    whole part, in ``split.part`` order (None: no GNN; its column is NaN and no variant reads it)."""
+    df = rows.filter(pl.col("part") == part)
     x = feats.pairs(df["src"].to_numpy(), df["dst"].to_numpy())
-    return np.hstack([x, gnn_prob(gnn_scores)[:, None]]), df["label"].to_numpy()
+    gnn = np.full(len(df), np.nan, np.float32) if scores is None else gnn_prob(np.asarray(scores)[df["row"].to_numpy()])
+    return np.hstack([x, gnn[:, None]]), df["label"].to_numpy(), df["population"].to_numpy()
 
 
 def gnn_prob(p: np.ndarray) -> np.ndarray:
@@ -252,57 +274,98 @@ def gnn_prob(p: np.ndarray) -> np.ndarray:
     return np.asarray(p, dtype=np.float32)
 
 
-def fit(split, triage_scores, variants: Sequence[str], compatible: Mapping | None = None, gnn=None,
-        seed: int = 0) -> StackFit:
-    """Fit each variant (``VARIANTS``) on the split's held-out parts (module docstring); the check
-    first: fit on validation, AUC / AP on test, for the GNN alone and each variant. ``gnn``: the
-    ``scoring.GNNBlocks`` whose names (if it reads them) and probabilities the head reads."""
+def balanced(rows: pl.DataFrame, seed: int, neg_per_pos: int = NEG_PER_POS) -> pl.DataFrame:
+    """``rows`` with at most ``neg_per_pos`` negatives per positive in each (part, population), a
+    seeded sample of them: the split's 1:20 negatives were drawn for all its positives, and a
+    population keeps few of those (on the whole recipes at 2014, 294 positives whose target was known
+    before them, against 158,606 negatives: 1:540). Trees early-stopped on the log loss then stopped
+    at their 10th round and ranked the check's test rows at AUC 0.15; the trees on transitions fit
+    on 1:50 (``transitions.NEG_PER_POS``, their rate, taken here too)."""
+    rng = np.random.default_rng(seed)
+    keep = []
+    for (part, pop), group in rows.group_by("part", "population", maintain_order=True):
+        pos, neg = group.filter(pl.col("label") == 1), group.filter(pl.col("label") == 0)
+        n = min(neg.height, neg_per_pos * max(pos.height, 1))
+        keep += [pos, neg[np.sort(rng.choice(neg.height, n, replace=False))] if n < neg.height else neg]
+    return pl.concat(keep).sort("part", "row")
+
+
+def _check_variants(variants: Sequence[str], with_gnn: bool) -> None:
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
         raise DataError(f"discover.stack={list(variants)}: expected some of {list(VARIANTS)} (or [] for no stack)")
+    if "with_gnn" in variants and not with_gnn:
+        raise ValueError("the with_gnn stack is fit on the GNN's triage scores; none were given")
+
+
+def fit(split, triage_scores, variants: Sequence[str], compatible: Mapping | None = None, gnn=None,
+        seed: int = 0, names=None) -> StackFit:
+    """Fit each variant (``VARIANTS``) on the split's held-out rows (``data.split.held_out_rows``: one
+    head per population, module docstring); the check first: fit on validation, AUC / AP on test, for
+    the GNN alone and each variant (``stack_check_*``; the cold head's ``stack_check_cold_*``).
+    ``triage_scores``, ``gnn``: the GNN's scores of the split and its ``scoring.GNNBlocks`` (None for a
+    stack without the GNN, e.g. ``discover.first_answer``'s before any training); ``names``: the
+    names' vectors (``hygrail.names.NameVectors``; None: no ``name_cos``)."""
+    _check_variants(variants, triage_scores is not None)
     t0 = time.perf_counter()
-    val_graph, test_graph = split.graph("val"), split.graph("test")
-    feats = Features(val_graph, split.relation, compatible, names_of(gnn))
-    x_val, y_val = _rows(split, "val", triage_scores.val, feats)
-    if test_graph is not val_graph:  # without a test graph of its own the test part reads the same graph
-        feats = Features(test_graph, split.relation, compatible, names_of(gnn))
-    x_test, y_test = _rows(split, "test", triage_scores.test, feats)
-    for part, y in (("val", y_val), ("test", y_test)):
-        if len(np.unique(y)) < 2:
-            raise DataError(f"discover.stack: the split's {part} part has {int(y.sum())} positives of {len(y)}; "
-                            f"the stacked head learns from both classes")
-    check = {"stack_check_gnn_auc": float(roc_auc_score(y_test, x_test[:, -1])),
-             "stack_check_gnn_ap": float(average_precision_score(y_test, x_test[:, -1]))}
-    for v in variants:
-        c = columns(v, x_val.shape[1])
-        s = _trees(x_val[:, c], y_val, seed).decision_function(x_test[:, c])
-        check |= {f"stack_check_{v}_auc": float(roc_auc_score(y_test, s)),
-                  f"stack_check_{v}_ap": float(average_precision_score(y_test, s))}
-    x, y = np.vstack([x_val, x_test]), np.concatenate([y_val, y_test])
-    models = {v: _trees(x[:, columns(v, x.shape[1])], y, seed) for v in variants}
-    return StackFit(models, check, time.perf_counter() - t0, compatible, gnn)
+    rows, graphs = held_out_rows(split)
+    rows = balanced(rows, seed)
+    feats = {id(g): Features(g, split.relation, compatible, names) for g in graphs.values()}
+    scores = (None, None) if triage_scores is None else (triage_scores.val, triage_scores.test)
+    x_val, y_val, p_val = _rows(rows, "val", scores[0], feats[id(graphs["val"])])
+    x_test, y_test, p_test = _rows(rows, "test", scores[1], feats[id(graphs["test"])])
+    cols = [*feats[id(graphs["val"])].names, "gnn"]
+    check, models = {}, {v: {} for v in variants}
+    for pop in POPULATIONS:
+        prefix = "stack_check_" if pop == "known" else f"stack_check_{pop}_"
+        v_in, t_in = p_val == pop, p_test == pop
+        yv, yt = y_val[v_in], y_test[t_in]
+        if min(int(yv.sum()), len(yv) - int(yv.sum())) >= 2 and len(np.unique(yt)) == 2:  # 2: early stopping's stratified split
+            check |= {f"{prefix}rows": float(len(yv) + len(yt)), f"{prefix}positives": float(yv.sum() + yt.sum())}
+            if triage_scores is not None:
+                check |= {f"{prefix}gnn_auc": float(roc_auc_score(yt, x_test[t_in, -1])),
+                          f"{prefix}gnn_ap": float(average_precision_score(yt, x_test[t_in, -1]))}
+            for v in variants:
+                c = columns(v, cols)
+                s = _trees(x_val[v_in][:, c], yv, seed).decision_function(x_test[t_in][:, c])
+                check |= {f"{prefix}{v}_auc": float(roc_auc_score(yt, s)),
+                          f"{prefix}{v}_ap": float(average_precision_score(yt, s))}
+        x, y = np.vstack([x_val[v_in], x_test[t_in]]), np.concatenate([yv, yt])
+        if min(int(y.sum()), len(y) - int(y.sum())) < (2 if pop == "known" else MIN_CLASS):
+            if pop == "known":
+                raise DataError(f"discover.stack: the split's held-out rows hold {int(y.sum())} positives of {len(y)} "
+                                f"pairs whose two ends were known before them; the stacked head learns from both classes")
+            check[f"stack_{pop}_fallback"] = 1.0  # the known head scores these sources too (StackFit)
+            continue
+        for v in variants:
+            models[v][pop] = _trees(x[:, columns(v, cols)], y, seed)
+    return StackFit(models, check, time.perf_counter() - t0, compatible, gnn, names)
 
 
 def fit_cached(cache: Path | None, split, triage_scores, variants: Sequence[str], compatible: Mapping | None = None,
-               gnn=None, seed: int = 0) -> tuple[StackFit, bool]:
+               gnn=None, seed: int = 0, names=None, split_key: str | None = None) -> tuple[StackFit, bool]:
     """(``fit``'s result, whether it came from ``cache``): the trees are kept under ``cache`` keyed by
-    the GNN's triage cache key (which hashes the split, its graphs and the backbone), the variants,
-    the compatibility option, the seed, this module's ``VERSION`` and scikit-learn's version, so a
-    later query skips the fit (113 s on whole HPO under load, 2026-12-04; the 60 s budget of
-    issue #36's warm query cannot hold it)."""
+    the GNN's triage cache key (which hashes the split, its graphs and the backbone; ``split_key``, the
+    same key, when the stack is fit without the GNN's scores), the variants, the compatibility option,
+    the names' model, the seed, this module's ``VERSION`` and scikit-learn's version, so a later query
+    skips the fit (113 s on whole HPO under load, 2026-12-04; the 60 s budget of issue #36's warm
+    query cannot hold it)."""
+    _check_variants(variants, triage_scores is not None)
     if cache is None:
-        return fit(split, triage_scores, variants, compatible, gnn, seed), False
+        return fit(split, triage_scores, variants, compatible, gnn, seed, names), False
     import pickle
 
     import sklearn
 
     from hygrail.cache import DiskCache, content_key
 
-    key = content_key(VERSION, triage_scores.key, list(variants), compatible or {}, int(seed), sklearn.__version__)
+    key = content_key(VERSION, triage_scores.key if triage_scores is not None else ["no gnn", split_key],
+                      list(variants), compatible or {}, None if names is None else names.model, int(seed),
+                      sklearn.__version__)
     done: list[StackFit] = []
 
     def write(tmp: Path) -> None:
-        done.append(fit(split, triage_scores, variants, compatible, gnn, seed))
+        done.append(fit(split, triage_scores, variants, compatible, gnn, seed, names))
         with open(tmp / "stack.pkl", "wb") as f:
             pickle.dump({"models": done[0].models, "check": done[0].check, "seconds": done[0].seconds}, f)
 
@@ -312,12 +375,13 @@ def fit_cached(cache: Path | None, split, triage_scores, variants: Sequence[str]
     with open(folder / "stack.pkl", "rb") as f:  # our own cache folder, written just above by this code
         kept = pickle.load(f)
     # seconds: this run's fit, 0.0 on a hit (as the GNN's gnn_fit_seconds); the cached fit's own is in stack.pkl
-    return StackFit(kept["models"], kept["check"], 0.0, compatible, gnn), hit
+    return StackFit(kept["models"], kept["check"], 0.0, compatible, gnn, names), hit
 
 
-def columns(variant: str, width: int) -> slice:
-    """The columns a variant reads (the GNN's score is the last)."""
-    return slice(None) if variant == "with_gnn" else slice(0, width - 1)
+def columns(variant: str, names: Sequence[str]) -> np.ndarray:
+    """The columns ``variant`` reads of the rows whose columns are ``names`` (the GNN's score last)."""
+    drop = {"with_gnn": (), "without_gnn": ("gnn",), "without_names": ("gnn", "name_cos")}[variant]
+    return np.array([i for i, n in enumerate(names) if n not in drop])
 
 
 def _trees(x: np.ndarray, y: np.ndarray, seed: int) -> HistGradientBoostingClassifier:
@@ -326,22 +390,37 @@ def _trees(x: np.ndarray, y: np.ndarray, seed: int) -> HistGradientBoostingClass
 
 class StackBlocks:
     """A fitted variant over a candidate space's blocks (``StackFit.scorer``): ``feats`` of the space's
-    graph; ``gnn``: the block's GNN logits (S x D; ``with_gnn`` only). Log-odds, each distinct coded
-    row once (``transitions.Predictor``)."""
+    graph; ``gnn``: the block's GNN logits (S x D; ``with_gnn`` only); ``known``: per node, whether the
+    graph knows it (its source picks the head, ``StackFit``). Log-odds, each distinct coded row once
+    (``transitions.Predictor``)."""
 
-    def __init__(self, model: HistGradientBoostingClassifier, variant: str, feats: Features, gnn: Callable | None,
-                 probability: Callable):
+    def __init__(self, heads: Mapping[str, HistGradientBoostingClassifier], variant: str, feats: Features,
+                 gnn: Callable | None, probability: Callable, known: np.ndarray):
         if variant == "with_gnn" and gnn is None:
             raise ValueError("the with_gnn stack needs the GNN's block scores")
-        self.feats, self.variant, self.gnn, self.probability = feats, variant, gnn, probability
+        self.feats, self.variant, self.gnn, self.probability, self.known = feats, variant, gnn, probability, known
+        self.cols = columns(variant, [*feats.names, "gnn"])
         self.width = len(feats.names) + (variant == "with_gnn")
-        self.predict = Predictor(model, self.width)
+        self.predict = {pop: Predictor(m, len(self.cols)) for pop, m in heads.items()}
+
+    def predict_rows(self, x: np.ndarray, known: np.ndarray) -> np.ndarray:
+        """Log-odds of rows ``x`` (n x width) whose sources are ``known`` (n bools) or not."""
+        x = x[:, self.cols] if len(self.cols) < x.shape[1] else x
+        cold = self.predict.get("cold", self.predict["known"])
+        if known.all() or cold is self.predict["known"]:
+            return self.predict["known"](x)
+        out = np.empty(len(x), dtype=np.float64)
+        out[known] = self.predict["known"](x[known]) if known.any() else 0.0
+        out[~known] = cold(x[~known])
+        return out
 
     def __call__(self, block) -> np.ndarray:
         p = self.feats.planes(block.src)
         if self.variant == "with_gnn":
             p = np.concatenate([p, gnn_prob(self.probability(self.gnn(block)))[None]], axis=0)
-        return self.predict(p.reshape(self.width, -1).T).reshape(p.shape[1:])
+        x = p.reshape(self.width, -1).T
+        known = np.repeat(self.known[block.src], p.shape[2])
+        return self.predict_rows(x, known).reshape(p.shape[1:])
 
 
 class Kept:
