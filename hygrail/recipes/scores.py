@@ -56,7 +56,8 @@ def stack_scores(cfg: DictConfig, cutoff: int, targets: Iterable[str]) -> tuple[
     compatible = cfg.discover.get("compatible")
     if not (compatible or {}).get("via"):
         raise DataError("recipes: the stack's scores need discover.compatible (conf/experiment/retro_synthesis_recipes.yaml)")
-    fitted, _ = stack.fit_cached(cache / "stack", split, triage.scores, [VARIANT], plain(compatible), gnn, seed)
+    fitted, _ = stack.fit_cached(cache / "stack", split, triage.scores, [VARIANT], plain(compatible), gnn, seed,
+                                 stack.names_for(known, relation, cfg.backbone))
     score = fitted.pair_scorer(VARIANT, space)
     seconds["stack_fit"] = time.perf_counter() - t0
     t0 = time.perf_counter()
