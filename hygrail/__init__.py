@@ -12,7 +12,8 @@ or the floors below it, never upward, so the data flow of DESIGN.md runs one way
     4  review                        the LLM reviewer: client, prompts, contract, calibration (§3.4)
     5  triage, baselines             GNN scores and the band (§3.1); TSH, KG-FM, structural heuristics
     6  stages, tracking              the stages task=run and task=discover share; MLflow logging
-    7  pipeline, discovery, explain  tasks: one sweep cell, one discovery run, evidence for a person
+    7  pipeline, discovery, explain, tasks: one sweep cell, one discovery run, evidence for a person,
+       recipes                       precursor sets for a chemist
     8  sweep, report                 the Hydra app composing tasks; tables from MLflow
 """
 
@@ -25,7 +26,7 @@ LAYERS = {
     "hygrail.review": 4,
     "hygrail.triage": 5, "hygrail.baselines": 5,
     "hygrail.stages": 6, "hygrail.tracking": 6,
-    "hygrail.pipeline": 7, "hygrail.discovery": 7, "hygrail.explain": 7,
+    "hygrail.pipeline": 7, "hygrail.discovery": 7, "hygrail.explain": 7, "hygrail.recipes": 7,
     "hygrail.sweep": 8, "hygrail.report": 8,
 }
 
