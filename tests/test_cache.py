@@ -1,7 +1,8 @@
-"""Content-hash keys and atomic, process-safe cache entries (hygrail/cache.py), and the triage
+"""Content-hash keys and atomic, process-safe cache entries that heal when damaged (hygrail/cache.py), and the triage
 score cache on top of them: a hit trains nothing, a changed hyperparameter misses, a crash
 mid-write leaves no entry."""
 
+import json
 import multiprocessing as mp
 import os
 import subprocess
@@ -90,3 +91,37 @@ def test_concurrent_processes_compute_once(tmp_path):
         hits = pool.starmap(_slow_writer, [(str(tmp_path / "c"), str(log))] * 3)
     assert len(log.read_text().split()) == 1
     assert sorted(hits) == [False, True, True]
+
+
+def test_a_damaged_entry_is_moved_aside_and_written_again(tmp_path, caplog):
+    """Whatever ``read`` raises on marks the entry damaged: one warning naming the file, the entry
+    renamed beside it (kept), the value computed again; a healthy entry is read, not rewritten."""
+    from hygrail.cache import load
+
+    cache, calls = DiskCache(tmp_path), []
+
+    def write(d: Path):
+        calls.append(d)
+        (d / "n.json").write_text('{"n": 42}')
+
+    def read(entry: Path) -> int:
+        return load(entry / "n.json", lambda f: json.loads(f.read_text())["n"])
+
+    assert cache.get_or_create("k", write, read) == (42, False)
+    (tmp_path / "k" / "n.json").write_text('{"n": 4')  # truncated
+    with caplog.at_level("WARNING", logger="hygrail.cache"):
+        assert cache.get_or_create("k", write, read) == (42, False)
+    (line,) = [r.getMessage() for r in caplog.records]
+    (aside,) = tmp_path.glob("k.damaged-*")
+    assert str(tmp_path / "k" / "n.json") in line and "JSONDecodeError" in line and aside.name in line
+    assert (aside / "n.json").read_text() == '{"n": 4' and len(calls) == 2
+    assert cache.get_or_create("k", write, read) == (42, True) and len(calls) == 2
+
+
+def test_an_entry_that_fails_to_read_once_written_is_a_bug_not_damage(tmp_path):
+    def read(entry: Path):
+        raise ValueError("read does not match write")
+
+    with pytest.raises(ValueError, match="read does not match write"):
+        DiskCache(tmp_path).get_or_create("k", lambda d: None, read)
+    assert not list(tmp_path.glob("k.damaged-*"))

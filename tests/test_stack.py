@@ -238,6 +238,23 @@ def test_a_fitted_stack_is_cached_by_what_it_was_fit_on(parts, tmp_path):
     assert not other and len(list(tmp_path.iterdir())) == 2 + 2  # two entries and their lock files
 
 
+def test_a_damaged_stack_entry_is_named_moved_aside_and_fit_again(parts, tmp_path, caplog):
+    """A truncated stack.pkl: one warning names it, the entry is kept beside as ``<key>.damaged-*``
+    and the refit trees rank exactly as the clean ones."""
+    cfg, known, space, gnn, logits, fitted, split, triage = parts
+    first, _ = stack.fit_cached(tmp_path, split, triage.scores, ["with_gnn"], None, gnn, int(cfg.seed))
+    (pkl,) = tmp_path.glob("*/stack.pkl")
+    pkl.write_bytes(pkl.read_bytes()[: pkl.stat().st_size // 2])
+    with caplog.at_level("WARNING", logger="hygrail.cache"):
+        again, hit = stack.fit_cached(tmp_path, split, triage.scores, ["with_gnn"], None, gnn, int(cfg.seed))
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert str(pkl) in line and "moved aside" in line and not hit
+    assert len(list(tmp_path.glob(f"{pkl.parent.name}.damaged-*"))) == 1
+    src, dst = entities.entity_pairs(space, entities.Entity(int(space.src[0]), "", known.type_of(int(space.src[0]))))
+    np.testing.assert_array_equal(again.pair_scorer("with_gnn", space)(src, dst), first.pair_scorer("with_gnn", space)(src, dst))
+    assert stack.fit_cached(tmp_path, split, triage.scores, ["with_gnn"], None, gnn, int(cfg.seed))[1]
+
+
 def test_error_analysis_reads_a_cell(small_run, tmp_path):
     """bench/error_analysis.py on a written cell: the best baseline and where the difference lies."""
     import subprocess

@@ -481,6 +481,32 @@ def test_crash_while_writing_leaves_no_entry(planted_split, tmp_path, monkeypatc
     assert not again.cache_hit and again.checkpoint.is_file() and not list(tmp_path.glob(".resume-*"))
 
 
+def test_a_damaged_entry_is_named_moved_aside_and_trained_again(planted_split, tmp_path, caplog):
+    """A truncated scores.npz or meta.json (``triage_scores``) or model.ckpt (``load_scorer``): one
+    warning names the file, the entry is kept beside as ``<key>.damaged-*``, and the retrained entry
+    gives the clean run's scores (training is deterministic)."""
+    val = planted_split.part("val")
+    clean = triage_scores(planted_split, TINY, 42, tmp_path)
+    scored = load_scorer(planted_split, TINY, 42, tmp_path)(val["src"].to_numpy(), val["dst"].to_numpy())
+    for name in ("scores.npz", "meta.json", "model.ckpt"):
+        file = tmp_path / clean.key / name
+        file.write_bytes(file.read_bytes()[: file.stat().st_size // 2])
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="hygrail.cache"):
+            if name == "model.ckpt":  # read by load_scorer only
+                again = load_scorer(planted_split, TINY, 42, tmp_path)(val["src"].to_numpy(), val["dst"].to_numpy())
+                np.testing.assert_array_equal(again, scored)
+            else:
+                again = triage_scores(planted_split, TINY, 42, tmp_path)
+                assert not again.cache_hit
+                np.testing.assert_array_equal(again.val, clean.val)
+                np.testing.assert_array_equal(again.test, clean.test)
+        (line,) = [r.getMessage() for r in caplog.records]
+        assert str(file) in line and "moved aside" in line, line
+    assert len(list(tmp_path.glob(f"{clean.key}.damaged-*"))) == 3
+    assert triage_scores(planted_split, TINY, 42, tmp_path).cache_hit
+
+
 def test_unknown_backbone_is_a_one_line_data_error(planted_split):
     from hygrail.kg import DataError
 

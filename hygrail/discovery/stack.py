@@ -354,10 +354,11 @@ def fit_cached(cache: Path | None, split, triage_scores, variants: Sequence[str]
     if cache is None:
         return fit(split, triage_scores, variants, compatible, gnn, seed, names), False
     import pickle
+    from operator import itemgetter
 
     import sklearn
 
-    from hygrail.cache import DiskCache, content_key
+    from hygrail.cache import DiskCache, content_key, load
 
     key = content_key(VERSION, triage_scores.key if triage_scores is not None else ["no gnn", split_key],
                       list(variants), compatible or {}, None if names is None else names.model, int(seed),
@@ -369,13 +370,15 @@ def fit_cached(cache: Path | None, split, triage_scores, variants: Sequence[str]
         with open(tmp / "stack.pkl", "wb") as f:
             pickle.dump({"models": done[0].models, "check": done[0].check, "seconds": done[0].seconds}, f)
 
-    folder, hit = DiskCache(cache).get_or_create(key, write)
-    if done:
-        return done[0], False
-    with open(folder / "stack.pkl", "rb") as f:  # our own cache folder, written just above by this code
-        kept = pickle.load(f)
-    # seconds: this run's fit, 0.0 on a hit (as the GNN's gnn_fit_seconds); the cached fit's own is in stack.pkl
-    return StackFit(kept["models"], kept["check"], 0.0, compatible, gnn, names), hit
+    def read(folder: Path) -> StackFit:
+        if done:  # just fit and written: nothing to read back
+            return done[0]
+        # our own cache folder (README: paths.cache must be writable by no one else); unreadable: fit again
+        models, check = load(folder / "stack.pkl", lambda f: itemgetter("models", "check")(pickle.loads(f.read_bytes())))
+        # seconds: this run's fit, 0.0 on a hit (as the GNN's gnn_fit_seconds); the cached fit's own is in stack.pkl
+        return StackFit(models, check, 0.0, compatible, gnn, names)
+
+    return DiskCache(cache).get_or_create(key, write, read)
 
 
 def columns(variant: str, names: Sequence[str]) -> np.ndarray:

@@ -55,7 +55,7 @@ from torch.utils.data import DataLoader, Dataset
 from torch_geometric.utils import negative_sampling
 from tqdm import tqdm
 
-from hygrail.cache import DiskCache, content_key
+from hygrail.cache import DiskCache, content_key, load
 from hygrail.data.split import SPLITS, Split, known_nodes
 from hygrail.kg import KG, DataError
 from hygrail.triage.backbones import BACKBONES
@@ -109,17 +109,24 @@ def triage_scores(
     """Scores of the val/test hypotheses from ``backbone_cfg`` trained with ``seed`` (cached).
     ``logger``: a Lightning logger for the training curves (used only when training runs)."""
     cfg = plain_config(backbone_cfg)
-    key = cache_key(split, cfg, seed)
     if cache_dir is None:
         run = fit(split, cfg, seed, progress, logger)
-        scores = Scores(run.scores["val"], run.scores["test"], key, False, run.seconds, run.best_epoch, None)
+        scores = Scores(run.scores["val"], run.scores["test"], cache_key(split, cfg, seed), False, run.seconds,
+                        run.best_epoch, None)
         del run
         free_training()
         return scores
+    return _cached(split, cfg, seed, Path(cache_dir), progress, logger)[0]
 
+
+def _cached(split: Split, cfg: dict, seed: int, cache_dir: Path, progress: bool = False, logger=None,
+            checkpoint: bool = False) -> tuple[Scores, dict | None]:
+    """``triage_scores``' cached path, and the loaded checkpoint if asked (``load_scorer``): a scores,
+    meta or checkpoint file that does not load is a damaged entry, trained again (``DiskCache``)."""
+    key = cache_key(split, cfg, seed)
     fitted: list[FitResult] = []
 
-    resume = Path(cache_dir) / f".resume-{key}"  # each epoch's state: a killed training goes on from there
+    resume = cache_dir / f".resume-{key}"  # each epoch's state: a killed training goes on from there
 
     def write(tmp: Path) -> None:
         run = fit(split, cfg, seed, progress, logger, resume=resume)
@@ -141,15 +148,23 @@ def triage_scores(
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
 
-    entry, hit = DiskCache(Path(cache_dir)).get_or_create(key, write)
+    def read(entry: Path) -> tuple[int, np.ndarray, np.ndarray, dict | None]:
+        best_epoch = load(entry / "meta.json", lambda f: int(json.loads(f.read_text())["best_epoch"]))
+        val, test = load(entry / "scores.npz", _val_test)
+        ckpt = load(entry / "model.ckpt", partial(torch.load, map_location="cpu", weights_only=True)) if checkpoint else None
+        return best_epoch, val, test, ckpt
+
+    (best_epoch, val, test, loaded), hit = DiskCache(cache_dir).get_or_create(key, write, read)
     shutil.rmtree(resume, ignore_errors=True)  # the entry is complete: its epochs are not needed again
-    meta = json.loads((entry / "meta.json").read_text())
-    with np.load(entry / "scores.npz") as z:
-        val, test = z["val"], z["test"]
     seconds = 0.0 if hit else fitted.pop().seconds
     if not hit:
         free_training()
-    return Scores(val, test, key, hit, seconds, int(meta["best_epoch"]), entry / "model.ckpt")
+    return Scores(val, test, key, hit, seconds, best_epoch, cache_dir / key / "model.ckpt"), loaded
+
+
+def _val_test(file: Path) -> tuple[np.ndarray, np.ndarray]:
+    with np.load(file) as z:
+        return z["val"], z["test"]
 
 
 def free_training() -> None:
@@ -246,12 +261,12 @@ def load_scorer(split: Split, backbone_cfg: Mapping, seed: int, cache_dir: Path,
     default its training graph, the one it was trained and calibrated on). Discovery passes the
     whole cut graph: a list read "today" must not ignore the split's most recent 30% of what is known."""
     cfg = plain_config(backbone_cfg)
-    ckpt = triage_scores(split, cfg, seed, cache_dir).checkpoint
+    _, ckpt = _cached(split, cfg, seed, Path(cache_dir), checkpoint=True)
     graph_kg = split.train_graph if graph is None else graph
     backbone, hetero = build_backbone(graph_kg, split.relation, cfg)
-    module = TriageModule.load_from_checkpoint(
-        ckpt, map_location="cpu", backbone=backbone, graph=hetero, relation=(split.relation.src, split.relation.dst)
-    )
+    module = TriageModule(backbone, hetero, (split.relation.src, split.relation.dst))
+    module.on_load_checkpoint(ckpt)  # as Lightning's load_from_checkpoint, from the file read (and checked) once
+    module.load_state_dict(ckpt["state_dict"])
     return Scorer(module, graph_kg, encode_edges)
 
 
