@@ -166,11 +166,14 @@ def reviewer_for(cfg: DictConfig, mode, split: Split):
     (its ``graph`` may be switched, as discovery does for its candidates)."""
     from hygrail.review.fewshot import choose
     from hygrail.review.stage import Reviewer
+    from hygrail.review.tuned import training_part
 
     # Few-shot examples: training pairs only, fixed per (relation, seed) whatever is reviewed.
     fewshot = choose(split, plain(cfg.llm.fewshot) if cfg.llm.get("fewshot") else None, int(cfg.seed))
+    # A tuned reviewer learns from the training part: gamma is chosen on validation, test is the evaluation.
+    history = training_part(split) if cfg.llm.get("tuned") else ()
     return Reviewer(llm_config(cfg), mode, split.train_graph, split.relation, Path(cfg.paths.cache) / "llm", int(cfg.seed),
-                    fewshot)
+                    fewshot, history)
 
 
 def hypotheses(part: pl.DataFrame, idx: np.ndarray, scores: np.ndarray | None) -> list[Hypothesis]:
@@ -188,6 +191,11 @@ def check_config(cfg: DictConfig) -> None:
     if cfg.method.name in ("hygrail", "kgfm"):
         context = cfg.method.context if cfg.method.name == "kgfm" else cfg.evidence
         load_mode(plain(context), plain(cfg.relation.templates))
+        if cfg.llm.get("tuned"):  # trained in the cell, no server to probe
+            from hygrail.review.tuned import settings_of
+
+            settings_of(plain(cfg.llm.tuned))
+            return
         try:
             llm_settings(cfg.llm)
         except ValueError as e:
