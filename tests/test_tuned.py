@@ -165,3 +165,23 @@ def test_the_review_stage_reads_a_tuned_reviewer_like_an_llm(matkg_schema, tiny_
     y = val["label"].to_numpy()
     gamma = choose_gamma(reviewed, y, np.zeros(len(y), int), "fallback", rule="probability")
     assert (decide(reviewed, gamma, np.zeros(len(y), int), "fallback", "probability") == (p >= gamma)).all()
+
+
+def test_the_reranker_changes_an_order_as_computed_by_hand():
+    from hygrail.discovery import rerank
+
+    heads = rerank.Heads(k=4, top=0, seed=0)
+    dst = np.array([10, 11, 12, 13, 14, 15])
+    heads.best(dst, np.array([0.1, 3.0, 2.0, -1.0, 2.5, 1.0]), src=7)
+    kept, score = heads.rows[7]
+    assert kept.tolist() == [11, 14, 12, 15] and score.tolist() == [3.0, 2.5, 2.0, 1.0]
+    reviewer = {(7, 11): -2.0, (7, 14): 0.0, (7, 12): 1.0, (7, 15): 3.0}
+    rev = np.array([reviewer[(7, v)] for v in kept])
+    # sum: 1.0, 2.5, 3.0, 4.0 -> 15, 12, 14, 11; reviewer alone: 3, 1, 0, -2 -> the same here
+    assert kept[rerank.order(score, rev, "sum")].tolist() == [15, 12, 14, 11]
+    assert kept[rerank.order(score, np.zeros(4), "reviewer")].tolist() == kept.tolist()  # ties keep the stack's order
+    row = rerank.paired(heads, reviewer, {7: {15, 13}}, "sum", "known", at=2)
+    # the stack's first 2 (11, 14) hold no answer; the reviewed first 2 (15, 12) hold 15
+    assert row["P@2 stack"] == 0.0 and row["P@2 reviewed"] == 0.5 and row["hits@2 diff"] == 1.0
+    with pytest.raises(DataError, match="rerank_rule"):
+        rerank.order(score, rev, "mean")
