@@ -185,3 +185,19 @@ def test_the_reranker_changes_an_order_as_computed_by_hand():
     assert row["P@2 stack"] == 0.0 and row["P@2 reviewed"] == 0.5 and row["hits@2 diff"] == 1.0
     with pytest.raises(DataError, match="rerank_rule"):
         rerank.order(score, rev, "mean")
+
+
+def test_before_validation_reads_only_edges_older_than_validation_and_no_held_out_pair(matkg_schema):
+    kg = _kg(matkg_schema)
+    rel = matkg_schema.relation("chm_apl")
+    split = temporal_split(kg, rel, neg_ratio=5, seed=1)
+    val = split.part("val")
+    first = int(val.filter(pl.col("label") == 1)["year"].min())
+    (h,) = tuned.before_validation(kg, split, 50, seed=0)
+    years = {(int(a), int(b)): int(y) for a, b, y in zip(*(kg.relation_edges(rel)[c] for c in ("src", "dst", "year")))}
+    pos = [(int(a), int(b)) for a, b, y in zip(h.src, h.dst, h.label) if y]
+    assert pos and all(years[p] < first for p in pos)
+    held = {(int(a), int(b)) for part in ("val", "test") for a, b in zip(split.part(part)["src"], split.part(part)["dst"])}
+    assert not held & {(int(a), int(b)) for a, b in zip(h.src, h.dst)}
+    neg = [(int(a), int(b)) for a, b, y in zip(h.src, h.dst, h.label) if not y]
+    assert 0 < len(neg) <= 50 and not kg.has_edges(np.array([a for a, _ in neg]), np.array([b for _, b in neg])).any()

@@ -76,7 +76,9 @@ DEFAULTS = {
     "threads": 1,
     "save_every_s": 60.0,
     "seed": 0,
+    "history": "training_part",  # task=run's rows: training_part | before_validation (``HISTORIES``)
 }
+HISTORIES = ("training_part", "before_validation")
 
 
 def settings_of(tuned: Mapping | None) -> dict:
@@ -88,6 +90,8 @@ def settings_of(tuned: Mapping | None) -> dict:
     for key in ("max_length", "max_rows", "neg_per_pos", "epochs", "batch", "threads"):
         if not isinstance(cfg[key], int) or isinstance(cfg[key], bool) or cfg[key] < 1:
             raise DataError(f"llm.tuned.{key}={cfg[key]!r}: expected a positive integer")
+    if cfg["history"] not in HISTORIES:
+        raise DataError(f"llm.tuned.history={cfg['history']!r}: expected one of {HISTORIES}")
     return cfg
 
 
@@ -110,6 +114,33 @@ def training_part(split: Split) -> list[History]:
     df = split.part("train")
     return [History(split.train_graph, df["src"].to_numpy(), df["dst"].to_numpy(), df["label"].to_numpy(),
                     "the split's training part (training edges and their 1:20 sampled negatives)", True)]
+
+
+def before_validation(whole: KG, split: Split, n_negatives: int, seed: int) -> list[History]:
+    """``task=run``'s rows under ``history: before_validation`` (a sampled cell, ``data.subgraph_nodes``):
+    the whole KG's relation edges dated before the split's first validation year (undated ones left
+    out: their date is unknown), none of them a validation or test pair of the cell (matched by names:
+    the sample numbers its nodes anew), and ``n_negatives`` pairs of the whole KG never linked (as the
+    split draws its own, ``split.sample_unlinked``; none a held-out pair either); statements only."""
+    from hygrail.data.split import sample_unlinked
+    from hygrail.kg import NO_YEAR
+
+    rel = whole.schema.relation(split.relation.name)
+    val = split.part("val")
+    first = int(val.filter((val["label"] == 1) & (val["year"] != NO_YEAR))["year"].min())
+    edges = whole.relation_edges(rel)
+    early = edges.filter((edges["year"] != NO_YEAR) & (edges["year"] < first))
+    label = split.train_graph.label
+    held = {(label(int(a)), label(int(b))) for part in ("val", "test")
+            for a, b in zip(split.part(part)["src"], split.part(part)["dst"])}
+    ns, nd = sample_unlinked(whole, whole.nodes_of_type(rel.src), whole.nodes_of_type(rel.dst), int(n_negatives),
+                             np.random.default_rng(seed), rel, edges.height)
+    s, d = np.r_[early["src"].to_numpy(), ns], np.r_[early["dst"].to_numpy(), nd]
+    y = np.r_[np.ones(early.height, np.int8), np.zeros(len(ns), np.int8)]
+    keep = np.array([(whole.label(int(a)), whole.label(int(b))) not in held for a, b in zip(s, d)], dtype=bool)
+    return [History(whole, s[keep], d[keep], y[keep],
+                    f"the whole KG's {rel.label} edges dated before {first} (the cell's first validation year) and "
+                    f"pairs never linked", True)]
 
 
 def held_out(split: Split) -> list[History]:
