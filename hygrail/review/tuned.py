@@ -332,7 +332,7 @@ def train(rows: Rows, settings: Mapping, cache: Path | None, progress: bool = Tr
     model.load_state_dict(load_file(str(entry / "model.safetensors")))
     meta = json.loads((entry / "meta.json").read_text())
     return Tuned(model, tokenizer, settings, {k: meta[k] for k in ("rows", "positives", "what", "train_seconds",
-                                                                    "steps", "peak_rss_gb") if k in meta}, key, hit)
+                                                                    "steps", "process_peak_gb") if k in meta}, key, hit)
 
 
 def _fit(model, tuned: Tuned, rows: Rows, settings: Mapping, resume: Path | None, progress: bool,
@@ -394,7 +394,7 @@ def _fit(model, tuned: Tuned, rows: Rows, settings: Mapping, resume: Path | None
     model.eval()
     return {"rows": int(n), "positives": int(rows.label.sum()), "what": rows.what, "steps": int(total),
             "train_seconds": round(spent + time.perf_counter() - t0, 1),
-            "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)}
+            "process_peak_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)}
 
 
 # -- the reviewer behind the review stage ------------------------------------------------------------------
