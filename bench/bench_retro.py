@@ -36,7 +36,7 @@ def run_cell(data: str, cutoff: int, extra: list[str], outputs: Path) -> dict:
     out = outputs / "retro" / f"{data}-{cutoff}"
     cmd = [sys.executable, "-m", "hygrail.sweep", f"experiment=retro_{data}", f"discover.cutoff={cutoff}",
            f"discover.out={out}", *extra]
-    env = os.environ | {"HYGRAIL_OUTPUTS": str(outputs), "OMP_NUM_THREADS": "1"}
+    env = os.environ | {"HYGRAIL_OUTPUTS": str(outputs), "OMP_NUM_THREADS": "1", "HYGRAIL_THREADS": "1"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
     done = subprocess.run(cmd, cwd=ROOT, env=env)

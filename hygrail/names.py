@@ -288,3 +288,11 @@ class NameVectors:
 
     def pairs(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         return np.einsum("ij,ij->i", self.v[src], self.v[dst])
+
+
+@lru_cache(maxsize=2)
+def name_vectors(graph, relation, model: str) -> NameVectors:
+    """One ``NameVectors`` per (graph, relation, model) at a time: the stack and the three name-aware
+    baselines of a retrospective cell read the same cut graph's names (on whole HPO each copy is
+    36,206 x 384 float32, 56 MB; four of them sat under the evaluation's 4 GB peak)."""
+    return NameVectors(graph, relation, model)

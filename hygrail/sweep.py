@@ -132,7 +132,14 @@ def discover(cfg: DictConfig) -> dict:
     return discover_main(cfg)
 
 
-TASKS = {"stats": stats, "run": run, "discover": discover}
+def recipes(cfg: DictConfig) -> dict:
+    """Precursor sets a chemist can try, for named targets of the synthesis recipes (hygrail/recipes)."""
+    from hygrail.recipes.page import main as recipes_main
+
+    return recipes_main(cfg)
+
+
+TASKS = {"stats": stats, "run": run, "discover": discover, "recipes": recipes}
 
 
 def _record(outcome: dict) -> None:

@@ -6,6 +6,7 @@ import pytest
 # The CI machine has 2 cores and other work on it: one thread per process.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
+os.environ.setdefault("HYGRAIL_THREADS", "1")  # conf/config.yaml's threads (hygrail/threads.py), subprocesses too
 # Name vectors on disk would carry stub encoders' vectors from one test into the next.
 os.environ["HYGRAIL_NAMES_CACHE"] = ""
 

@@ -174,3 +174,14 @@ def test_the_stack_scores_a_cold_source_with_its_cold_head():
         stack.Predictor = original
     assert got.tolist() == [[1.0, 1.0], [-1.0, -1.0]]
     assert fallback.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
+def test_a_population_keeps_at_most_fifty_negatives_per_positive():
+    from hygrail.discovery.stack import balanced
+
+    rows = pl.DataFrame({"part": ["val"] * 300 + ["test"] * 30, "row": list(range(300)) + list(range(30)),
+                         "label": [1, 1] + [0] * 298 + [1] + [0] * 29, "population": "known"})
+    got = balanced(rows, seed=0)
+    counts = {(p, y): n for p, y, n in got.group_by("part", "label").len().iter_rows()}
+    assert counts == {("val", 1): 2, ("val", 0): 100, ("test", 1): 1, ("test", 0): 29}
+    assert got.equals(balanced(rows, seed=0)) and not got.equals(balanced(rows, seed=1))

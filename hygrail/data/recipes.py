@@ -38,6 +38,20 @@ the 2019-12-03 release this dates 26,250 of the 30,031 recipes (1996-2018).
 Known limits (Sun & David, Faraday Discussions 2024): text-mining errors, uneven coverage, a bias
 toward common precursors.
 
+Recipes one by one (``recipe_table``, issue #47): the KG merges recipes into edges, but a chemist's
+answer, and He et al.'s benchmark (Sci. Adv. 9, eadg8180, 2023), is one recipe's precursor *set*.
+One row per recipe: its target as the KG names it (``target``), the material it made (``material``),
+that material's elements, the distinct precursor formulas (sorted), each precursor's elements, the
+DOI and its year (``doi_years``). The dataset expands a target with a variable (``RBaCo2O5+δ``, R one
+of nine rare earths) into one recipe per value and records the value in
+``reaction.element_substitution``; the material is then the formula with its values
+(``RBaCo2O5+ δ (R=Pr)``) and its elements hold the value only (the KG's Target-Element edges hold
+all nine). A dopant the dataset lists under ``target.additives`` (``Ca2SnO4:Eu3+``: Eu) is an
+element of the material too, marked in its name (``(+Eu)``), since a recipe for it needs a source
+of it. Read so, 29,993 of the 30,031 recipes (99.87%) have a precursor for every element of their
+material other than O, C, H, N, S and no precursor bringing any other element (the rule of
+``hygrail.recipes``); taking the KG's element sets instead, 86.0%.
+
 Errors: a missing file, a file that is not xz / JSON (the editor line and column of a JSON
 error), and the first malformed recipe (``record N``: the N-th entry of ``reactions``, 1-based)
 are one-line ``DataError``s.
@@ -48,6 +62,7 @@ from __future__ import annotations
 import json
 import logging
 import lzma
+import re
 from pathlib import Path
 
 import polars as pl
@@ -166,6 +181,46 @@ def load_recipes(path: Path, schema: Schema) -> KG:
     return KG(schema, nodes.select("name", "type"), edges)
 
 
+RECIPE_COLUMNS = {"recipe": pl.Int64, "target": pl.String, "material": pl.String, "elements": pl.List(pl.String),
+                  "precursors": pl.List(pl.String), "precursor_elements": pl.List(pl.List(pl.String)),
+                  "doi": pl.String, "year": pl.Int32}
+
+
+def recipe_table(path: Path) -> pl.DataFrame:
+    """One row per recipe of the file (module docstring: "Recipes one by one"), ``RECIPE_COLUMNS``;
+    ``recipe`` is the 1-based index into ``reactions``, as in the loader's errors; ``year`` NO_YEAR
+    where the DOI carries none. Errors as ``load_recipes``'s."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: file not found; put the solid-state dataset (solid-state_dataset_2019-12-03.json.xz "
+                        "of CederGroupHub/text-mined-synthesis_public) there or point data.path at it")  # fmt: skip
+    rows = []
+    for i, r in enumerate(_read_json(path), start=1):
+        if not isinstance(r, dict):
+            raise DataError(f"{path}: record {i}: a {type(r).__name__}; expected a recipe object")
+        target = _formula(r.get("target"), path, i, "target")
+        reaction = r.get("reaction")
+        sub = reaction.get("element_substitution") if isinstance(reaction, dict) else None
+        sub = {k: v for k, v in (sub or {}).items() if isinstance(v, str) and v in ELEMENTS}
+        elements = _elements(r["target"], path, i, "target", sub)
+        added = sorted({e for a in r["target"].get("additives") or [] if isinstance(a, str)
+                        for e in re.findall(r"[A-Z][a-z]?", a) if e in ELEMENTS} - elements)
+        marks = [f"{k}={v}" for k, v in sorted(sub.items())] + [f"+{e}" for e in added]
+        material = f"{target} ({', '.join(marks)})" if marks else target
+        precursors = {}
+        for k, p in enumerate(_list(r, "precursors", path, i), start=1):
+            precursors.setdefault(_formula(p, path, i, f"precursors[{k}]"), set()).update(
+                _elements(p, path, i, f"precursors[{k}]", sub))
+        names = sorted(precursors)
+        doi = r.get("doi")
+        rows.append((i, target, material, sorted(elements | set(added)), names, [sorted(precursors[n]) for n in names],
+                     doi.strip() if isinstance(doi, str) else ""))
+    if not rows:
+        raise DataError(f"{path}: reactions is empty; expected at least one recipe")
+    table = pl.DataFrame(rows, schema={k: v for k, v in RECIPE_COLUMNS.items() if k != "year"}, orient="row")
+    return table.with_columns(doi_years(table["doi"]).alias("year"))
+
+
 def _read_json(path: Path) -> list:
     """The ``reactions`` list of a .json or .json.xz file."""
     with open(path, "rb") as f:
@@ -201,10 +256,12 @@ def _list(recipe: dict, key: str, path: Path, i: int) -> list:
     return value
 
 
-def _elements(material: dict, path: Path, i: int, where: str) -> set[str]:
-    """Element symbols of a material's composition, variables replaced by the elements they stand for."""
+def _elements(material: dict, path: Path, i: int, where: str, substitution: dict | None = None) -> set[str]:
+    """Element symbols of a material's composition, variables replaced by the elements they stand for
+    (by the one ``substitution`` gives where it names the variable)."""
     variables = material.get("elements_vars")
-    variables = variables if isinstance(variables, dict) else {}
+    variables = dict(variables) if isinstance(variables, dict) else {}
+    variables |= {k: [v] for k, v in (substitution or {}).items()}
     out = set()
     for c in material.get("composition") or []:
         elements = c.get("elements") if isinstance(c, dict) else None

@@ -11,8 +11,8 @@ reviewed candidates' text is read from the cut graph, as every list's is.
 How a head is re-ordered (``discover.rerank_rule``):
 
 - ``sum`` (default): by the stack's log-odds plus the reviewer's. Both are log-odds of the same
-  kind of row (a held-out pair of the relation, 1:20 negatives in the stack's rows, 1:5 in the
-  reviewer's), so within one list, where every constant cancels, the sum is the product of the two
+  kind of row (a held-out pair of the relation; the split's 1:20 negatives, at most 1:50 a population,
+  in the stack's rows, 1:5 in the reviewer's), so within one list, where every constant cancels, the sum is the product of the two
   experts' odds: nothing is fit, so no post-cutoff answer and no list's labels choose a weight;
 - ``reviewer``: by the reviewer's log-odds alone (its own ranking of the stack's shortlist).
 
@@ -140,7 +140,7 @@ class Reranker:
         self.name, self.mode, self.relation = str(llm.get("name")), mode, split.relation
         t0 = time.perf_counter()
         settings = tuned.settings_of(llm["tuned"])
-        rows = tuned.sample_rows(tuned.held_out(split), mode, split.relation, settings)
+        rows = tuned.sample_rows(tuned.held_out(split, int(d.get("seed", 0))), mode, split.relation, settings)
         self.model = tuned.train(rows, settings, cache, progress)
         self.seconds = {"train": time.perf_counter() - t0}
         self.heads = Heads(int(d["rerank_k"]), int(d.get("rerank_top") or 0), int(d.get("seed", 0)))

@@ -21,8 +21,9 @@ Which rows (``History``: labelled pairs and the graph their text is read from):
   any evidence read there would state its own answer.
 - discovery (``held_out``): the stack's fit rows (``data.split.held_out_rows``: the split's
   validation and test hypotheses whose positives are dated after the feature graph, both
-  populations), their text read from that feature graph (``graphs[part]``), which holds none of
-  them. Every one is dated at or before the cutoff: no answer after it is read.
+  populations, at most 50 negatives a positive in each as ``discovery.stack.balanced`` keeps them),
+  their text read from that feature graph (``graphs[part]``), which holds none of them. Every one
+  is dated at or before the cutoff: no answer after it is read.
 
 ``settings`` (``conf/llm/tuned_*.yaml``, block ``tuned``; defaults in ``DEFAULTS``) and where each
 number comes from: ``max_rows`` = 24,000 rows at ``neg_per_pos`` = 5 negatives a positive (every
@@ -143,9 +144,13 @@ def before_validation(whole: KG, split: Split, n_negatives: int, seed: int) -> l
                     f"pairs never linked", True)]
 
 
-def held_out(split: Split) -> list[History]:
-    """Discovery's rows (module docstring): the stack's fit rows, each part's text from its feature graph."""
+def held_out(split: Split, seed: int) -> list[History]:
+    """Discovery's rows (module docstring): the stack's fit rows (``stack.balanced`` at the stack's
+    ``seed``), each part's text from its feature graph."""
+    from hygrail.discovery.stack import balanced
+
     rows, graphs = held_out_rows(split)
+    rows = balanced(rows, seed)
     out = []
     for part in ("val", "test"):
         df = rows.filter(rows["part"] == part)

@@ -1,0 +1,117 @@
+"""He et al.'s precursor-set benchmark on the whole recipes, temporal split (issue #47;
+hygrail/recipes/benchmark.py): success@1/3/5/10 by exact set match for the set ranker, He et al.'s
+method (element similarity), per-element popularity and the stacked ranker's per-precursor scores
+composed into sets, with the paired differences; prints Markdown (experiments/recipes_sets.md).
+
+    .venv/bin/python bench/bench_recipe_sets.py                  # cutoffs 2010 and 2014, 3-year horizon
+    .venv/bin/python bench/bench_recipe_sets.py --no-stack       # without the stack row (no GNN: ~5 min)
+    .venv/bin/python bench/bench_recipe_sets.py --out outputs/recipes_bench   # also one CSV row per target
+
+The stack row trains the cutoff's GNN as ``make retro DATA=synthesis_recipes CUTOFF=...`` does (the same
+config, conf/experiment/retro_synthesis_recipes.yaml, so the same cache entry: ~7 min a cutoff when not
+cached) and fits the stack (cached too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import polars as pl
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def config(cutoff: int, outputs: str):
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
+        return compose("config", overrides=["experiment=retro_synthesis_recipes", f"discover.cutoff={cutoff}",
+                                            f"paths.outputs={outputs}"])
+
+
+def cells(cols: list[str], row: dict) -> str:
+    out = []
+    for c in cols:
+        v = row[c]
+        out.append(f"{v:.3f} ± {row[c + '_se']:.3f}" if f"{c}_se" in row else str(v))
+    return "| " + " | ".join(out) + " |"
+
+
+def markdown(df: pl.DataFrame, first: str) -> list[str]:
+    cols = [first] + [c for c in df.columns if c != first and not c.endswith("_se")]
+    names = [c.replace("success_at_", "success@").replace("at_", "@") for c in cols]
+    return ["| " + " | ".join(names) + " |", "|" + "---|" * len(cols), *(cells(cols, r) for r in df.iter_rows(named=True))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cutoffs", default="2010,2014")
+    ap.add_argument("--horizon", type=int, default=3)
+    ap.add_argument("--no-stack", action="store_true", help="leave out the stack row (no GNN training)")
+    ap.add_argument("--out", default=None, help="a folder for one CSV row per (cutoff, target)")
+    args = ap.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from omegaconf import OmegaConf
+
+    from hygrail.data import data_path
+    from hygrail.recipes import options
+    from hygrail.recipes.benchmark import benchmark, paired, table_of
+    from hygrail.recipes.page import recipe_table
+    from hygrail.recipes.ranker import SetRanker
+    from hygrail.recipes.scores import missing, stack_scores
+
+    outputs = os.environ.get("HYGRAIL_OUTPUTS", str(ROOT / "outputs"))
+    cutoffs = [int(c) for c in args.cutoffs.split(",")]
+    cfg = config(cutoffs[0], outputs)
+    d = options(OmegaConf.to_container(cfg.recipes, resolve=True))
+    t0 = time.perf_counter()
+    table, _, _ = recipe_table(data_path(str(cfg.data.path)), Path(cfg.paths.cache) / "recipes")
+    print(f"recipe table: {table.height:,} recipes in {time.perf_counter() - t0:.1f} s")
+    kg_target = dict(table.select("material", "target").unique("material").iter_rows())
+    per_target = []
+    for cutoff in cutoffs:
+        t_cell = time.perf_counter()
+        scores, stack_seconds = None, {}
+        if not args.no_stack:
+            from hygrail.recipes.library import after
+
+            materials = [t.material for t in after(table, cutoff, args.horizon)]
+            by_target, stack_seconds = stack_scores(config(cutoff, outputs), cutoff, [kg_target[m] for m in materials])
+            scores = {m: by_target[kg_target[m]] for m in materials if kg_target[m] in by_target}
+            stack_seconds["targets without a row"] = missing(by_target, [kg_target[m] for m in materials])
+        ranker = SetRanker(d["neighbours"], d["composed"], d["window"], seed=int(cfg.seed))
+        cell = benchmark(table, cutoff, args.horizon, d["volatile"], d["free"], ranker, scores)
+        seconds = time.perf_counter() - t_cell
+        f = cell.facts
+        print(f"\n## Cutoff {cutoff}, answers {f['answer years']}\n")
+        print(f"{f['targets']:,} test targets: {f['new targets']:,} first recorded in {f['answer years']}, "
+              f"{f['known targets with a new set']:,} recorded by {cutoff} with a new set then; "
+              f"{f['targets with more than one answer set']:,} have more than one answer set. Library: "
+              f"{f['library recipes']:,} recipes of {f['library materials']:,} materials dated <= {cutoff}. "
+              f"Ceiling (an answer set obeying the rules, of library precursors): {f['ceiling']:.3f}. "
+              f"Ranker fit on {cutoff - d['window'] + 1}-{cutoff}: {f['ranker fit rows']:,} candidate sets, "
+              f"{f['ranker fit positives']:,} recorded.\n")
+        for which in ("all", "new", "known"):
+            print(f"Targets: {which}\n")
+            print("\n".join(markdown(table_of(cell, which=which), "method")), "\n")
+        print("Paired differences (all targets)\n")
+        print("\n".join(markdown(paired(cell), "difference")), "\n")
+        print(f"seconds: cell {seconds:.0f}, ranker fit {f['ranker fit seconds']:.0f}, proposals (every row) "
+              f"{f['proposal seconds']:.0f}" + "".join(f", stack {k} {v:.0f}" for k, v in stack_seconds.items()))
+        per_target.append(pl.DataFrame({"cutoff": cutoff, "material": [t.material for t in cell.targets],
+                                        "known": [t.known for t in cell.targets],
+                                        "answers": [len(t.answers) for t in cell.targets],
+                                        **{f"{name} @{k}": s[:, j] for name, s in cell.success.items()
+                                           for j, k in enumerate((1, 3, 5, 10))}}))
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        pl.concat(per_target).write_csv(Path(args.out) / "per_target.csv")
+        print(f"per target: {Path(args.out) / 'per_target.csv'}")
+    print(f"total {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""The honest-margins tables of experiments/discovery.md (issue #45) from retrospective cells' folders:
+whole space (each learned ranking against the best ranking of another family, by AUC and AP, paired
+over the answers) and per entity (hits@10 lift against the best other ranking of each row, paired over
+entities), with how much the stack leans on names.
+
+    python bench/margins_table.py outputs/retro/hpo-2012 outputs/retro/hpo-2015 ... [--methods ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import polars as pl
+
+LEARNED = ["Stack (trees + GNN)", "Stack without GNN", "Stack without GNN or names", "GNN", "TSH"]
+
+
+def _pm(v: float, se: float, digits: int = 3) -> str:
+    return f"{v:+.{digits}f} ± {se:.{digits}f}"
+
+
+def whole_space(cells: list[Path], methods: list[str]) -> str:
+    lines = ["| cell | ranking | AUC | best other by AUC | AUC margin | AP | best other by AP | AP gain |",
+             "|---|---|---|---|---|---|---|---|"]
+    for cell in cells:
+        m = pl.read_csv(cell / "retrospective_margins.csv")
+        for r in m.filter(pl.col("method").is_in(methods)).iter_rows(named=True):
+            lines.append(f"| {cell.name} | {r['method']} | {r['auc']:.4f} | {r['best_auc']} ({r['best_auc_value']:.4f}) | "
+                         f"{_pm(r['auc_margin'], r['auc_margin_se'], 4)} | {r['ap']:.4f} | {r['best_ap']} "
+                         f"({r['best_ap_value']:.4f}) | {100 * r['ap_gain']:+.0f}% ± {100 * r['ap_gain_se']:.0f}% |")
+    return "\n".join(lines)
+
+
+def per_entity(cells: list[Path], methods: list[str]) -> str:
+    lines = ["| cell | row | entities | ranking | hits@10 | best other | lift (SE) |", "|---|---|---|---|---|---|---|"]
+    for cell in cells:
+        e = pl.read_csv(cell / "retrospective_entities.csv", infer_schema_length=None)
+        best = next(c for c in e.columns if c.startswith("lift vs best other"))
+        for r in e.filter(pl.col("method").is_in(methods)).iter_rows(named=True):
+            lift = "" if r["lift_hits_at_10"] is None else \
+                f"{_pm(r['lift_hits_at_10'], r['lift_hits_at_10_se'])} ({r['lift_hits_at_10'] / r['lift_hits_at_10_se']:+.1f} SE)"
+            lines.append(f"| {cell.name} | {r['entities known']} | {r['entities']:,} | {r['method']} | "
+                         f"{r['hits_at_10']:.3f} | {r[best]} | {lift} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cells", nargs="+", type=Path)
+    ap.add_argument("--methods", default=",".join(LEARNED))
+    a = ap.parse_args()
+    methods = a.methods.split(",")
+    print(whole_space(a.cells, methods), "\n")
+    print(per_entity(a.cells, methods))
+
+
+if __name__ == "__main__":
+    main()

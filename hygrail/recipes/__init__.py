@@ -1,0 +1,53 @@
+"""Precursor sets a chemist can try (issue #47): for a target, ranked sets of precursors, one for each
+of its elements and nothing foreign, each with the recorded recipes behind it.
+
+A chemist asking "how do I make this target?" needs a set, and He et al.'s benchmark on this very
+dataset (Sci. Adv. 9, eadg8180, 2023) scores sets by exact match; a list of single precursors ranked
+one by one (task=discover's per-entity lists) answers neither. The rooms:
+
+- ``library``: the recipes' recorded sets known at a date, the element rules a set obeys, per-element
+  popularity, the similarity of two materials, and the test targets after a date;
+- ``compose``: sets built element by element from per-precursor scores, and a recorded set adapted
+  to another material;
+- ``ranker``: the set ranker (candidates from similar materials' recorded sets and from per-precursor
+  scores, ordered by trees fit on the years before);
+- ``baselines``: He et al.'s method re-implemented, per-element popularity, a per-precursor model
+  composed into sets;
+- ``benchmark``: He et al.'s top-k exact-match success on a temporal split, paired differences;
+- ``scores``: the stacked ranker's per-precursor scores at a cutoff (the benchmark's "stack" row);
+- ``page``: ``task=recipes``, the page a chemist reads (``make discover DATA=synthesis_recipes``).
+
+Options: ``recipes.*`` (conf/recipes/default.yaml), checked by ``options``.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from hygrail.kg import DataError
+
+ELEMENT_LISTS = ("volatile", "free")
+COUNTS = {"sets": 1, "neighbours": 1, "composed": 1, "window": 1}  # option -> least value
+
+
+def options(d: Mapping) -> dict:
+    """``recipes.*`` checked, with one-line errors naming the option and what was expected."""
+    from hygrail.data.recipes import ELEMENTS
+
+    d = dict(d)
+    for key in ELEMENT_LISTS:
+        v = d.get(key)
+        if not isinstance(v, (list, tuple)) or not all(isinstance(e, str) and e in ELEMENTS for e in v):
+            raise DataError(f"recipes.{key}={v!r}: expected a list of element symbols, e.g. [O, C, H, N, S]")
+    if not set(d["free"]) <= set(d["volatile"]):
+        raise DataError(f"recipes.free={list(d['free'])}: expected elements of recipes.volatile={list(d['volatile'])} "
+                        f"(an element needing no source is one a precursor may also bring)")
+    for key, least in COUNTS.items():
+        v = d.get(key)
+        if not isinstance(v, int) or isinstance(v, bool) or v < least:
+            raise DataError(f"recipes.{key}={v!r}: expected an integer >= {least}")
+    targets = d.get("targets")
+    if not isinstance(targets, (list, tuple)) or not all(isinstance(t, (str, int)) and str(t).strip() for t in targets):
+        raise DataError(f"recipes.targets={targets!r}: expected a list of materials (names or formulas), "
+                        f"e.g. recipes.targets='[BaTiO3, Li6PS5Cl]'")
+    return d | {"targets": [str(t).strip() for t in targets]}

@@ -1,0 +1,141 @@
+"""He et al.'s benchmark on a temporal split (issue #47): top-k success by exact set match.
+
+He et al. (Sci. Adv. 9, eadg8180, 2023; ``_05_recommendation_benchmark.py`` of
+CederGroupHub/SynthesisSimilarity) propose ranked precursor sets for each test target; top-k
+succeeds when one of the first k equals a set recorded for the target (``library``'s module
+docstring says what "equal" is here). Their test set: the reactions of the last 10% of publication
+years, every reaction sharing a DOI, a target composition or a structure prototype with an earlier
+reaction moved to the earlier part, so each of their 2,654 test targets is unseen.
+
+Here (``benchmark``), at each cutoff C: every proposal reads the library of the recipes dated at or
+before C (``Library.build``; ``past``); the test targets are ``library.after(table, C, horizon)``:
+materials first recorded within (C, C + horizon] (answers: every set recorded for them there) and
+materials recorded by C that get a new set there (answers: those new sets; their own earlier sets
+are neither answers nor proposed). Success@k per target, mean ± SE (sample sd / sqrt(n)) over
+targets; for the set ranker against each other row, the paired difference of the per-target
+success indicators, mean ± SE. Undated recipes (ACS, APS, ECS DOIs) are neither library nor
+answers.
+
+The ceiling (``ceiling``): a target can be met only if some answer set obeys the rules and uses
+precursors the library holds; the share of such targets bounds every row.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import polars as pl
+
+from hygrail.kg import NO_YEAR
+from hygrail.recipes import baselines
+from hygrail.recipes.library import Library, Target, after
+from hygrail.recipes.ranker import SetRanker, own_sets
+
+KS = (1, 3, 5, 10)
+RANKER = "Set ranker"
+Proposer = Callable[[Library, Target, int, frozenset], list[tuple[str, ...]]]
+
+
+def past(table: pl.DataFrame, cutoff: int) -> pl.DataFrame:
+    """The recipes a proposal at ``cutoff`` may read: dated at or before it."""
+    return table.filter((pl.col("year") != NO_YEAR) & (pl.col("year") <= cutoff))
+
+
+@dataclass
+class Cell:
+    """One cutoff's results: per method, a targets x ks success matrix; the targets; facts."""
+
+    cutoff: int
+    targets: list[Target]
+    success: dict[str, np.ndarray]
+    facts: dict = field(default_factory=dict)
+
+
+def proposers(ranker: SetRanker, scores: Mapping[str, Mapping[str, float]] | None = None,
+              label: str = "Stack composed") -> dict[str, Proposer]:
+    """The rows: the set ranker, He et al., per-element popularity and, given ``scores`` (material ->
+    precursor -> probability), those scores composed (a material without a row gets no set)."""
+    rows: dict[str, Proposer] = {
+        RANKER: lambda lib, t, k, ex: [p.precursors for p in ranker.propose(lib, t.elements, k, ex)],
+        "He et al. (element similarity)": lambda lib, t, k, ex: baselines.he_et_al(lib, t.elements, k, ex),
+        "Per-element popularity": lambda lib, t, k, ex: baselines.popularity(lib, t.elements, k, ex),
+    }
+    if scores is not None:
+        rows[label] = lambda lib, t, k, ex: (baselines.composed(lib, t.elements, lambda p: scores[t.material].get(p, 0.0),
+                                                                k, ex) if t.material in scores else [])
+    return rows
+
+
+def evaluate(lib: Library, targets: Sequence[Target], rows: Mapping[str, Proposer], ks: Sequence[int] = KS) -> dict[str, np.ndarray]:
+    """Per row, the targets x ks matrix of top-k exact-match success."""
+    out = {name: np.zeros((len(targets), len(ks)), dtype=bool) for name in rows}
+    for i, t in enumerate(targets):
+        exclude = own_sets(lib, t.material)
+        for name, propose in rows.items():
+            sets = propose(lib, t, max(ks), exclude)
+            out[name][i] = [any(s in t.answers for s in sets[:k]) for k in ks]
+    return out
+
+
+def ceiling(lib: Library, targets: Sequence[Target]) -> float:
+    """The share of targets with an answer set that obeys the rules and uses library precursors only."""
+    ok = [any(all(p in lib.precursor_elements for p in a) and lib.valid(a, t.elements) for a in t.answers)
+          for t in targets]
+    return float(np.mean(ok)) if ok else float("nan")
+
+
+def benchmark(table: pl.DataFrame, cutoff: int, horizon: int, volatile, free, ranker: SetRanker,
+              scores: Mapping[str, Mapping[str, float]] | None = None, ks: Sequence[int] = KS) -> Cell:
+    """One cutoff of the benchmark (module docstring): the ranker fit and every row proposing from
+    ``past(table, cutoff)`` only; ``scores``: a per-precursor model's probabilities (material ->
+    precursor -> probability) for the composed row."""
+    t0 = time.perf_counter()
+    before = past(table, cutoff)
+    ranker.fit(before, cutoff, volatile, free)
+    fit_seconds = time.perf_counter() - t0
+    lib = Library.build(before, cutoff, volatile, free)
+    targets = after(table, cutoff, horizon)
+    t0 = time.perf_counter()
+    success = evaluate(lib, targets, proposers(ranker, scores), ks)
+    known = np.array([t.known for t in targets])
+    facts = {"library recipes": lib.recipes, "library materials": len(lib.names), "targets": len(targets),
+             "new targets": int((~known).sum()), "known targets with a new set": int(known.sum()),
+             "targets with more than one answer set": sum(len(t.answers) > 1 for t in targets),
+             "answer years": f"{cutoff + 1}-{cutoff + horizon}", "ceiling": ceiling(lib, targets),
+             "ranker fit rows": ranker.fit_rows, "ranker fit positives": ranker.fit_positives,
+             "ranker fit seconds": fit_seconds, "proposal seconds": time.perf_counter() - t0}
+    return Cell(cutoff, targets, success, facts)
+
+
+def mean_se(x: np.ndarray) -> tuple[float, float]:
+    x = np.asarray(x, dtype=np.float64)
+    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
+
+
+def table_of(cell: Cell, ks: Sequence[int] = KS, which: str = "all") -> pl.DataFrame:
+    """One row per method: success@k mean and SE over ``which`` targets (all, new, known)."""
+    known = np.array([t.known for t in cell.targets])
+    mask = {"all": np.ones(len(known), bool), "new": ~known, "known": known}[which]
+    rows = []
+    for name, s in cell.success.items():
+        row = {"method": name, "targets": int(mask.sum())}
+        for j, k in enumerate(ks):
+            row[f"success_at_{k}"], row[f"success_at_{k}_se"] = mean_se(s[mask, j])
+        rows.append(row)
+    return pl.DataFrame(rows)
+
+
+def paired(cell: Cell, ks: Sequence[int] = KS, against: str = RANKER) -> pl.DataFrame:
+    """``against`` minus each other row, target by target: mean and SE of the success difference at each k."""
+    rows = []
+    for name, s in cell.success.items():
+        if name == against:
+            continue
+        row = {"difference": f"{against} - {name}"}
+        for j, k in enumerate(ks):
+            row[f"at_{k}"], row[f"at_{k}_se"] = mean_se(cell.success[against][:, j].astype(float) - s[:, j])
+        rows.append(row)
+    return pl.DataFrame(rows)
