@@ -296,7 +296,7 @@ def bench_band(n: int, threads: int, overrides: list[str], outputs: str, seed: i
     from sklearn.metrics import roc_auc_score
 
     from hygrail.evidence.mode import load_mode
-    from hygrail.stages import build_split, gnn_stage, hypotheses, llm_config
+    from hygrail.stages import build_split, gnn_stage, hypotheses, llm_config, tuned_history
     from hygrail.review.fewshot import choose
     from hygrail.review.stage import Reviewer
 
@@ -319,7 +319,7 @@ def bench_band(n: int, threads: int, overrides: list[str], outputs: str, seed: i
     y, judge, gnn, where, pairs = [], [], [], [], []
     t0 = time.perf_counter()
     with Reviewer(llm, mode, split.train_graph, split.relation, Path(outputs) / "cache" / "llm", int(cfg.seed),
-                  fewshot) as reviewer:
+                  fewshot, tuned_history(cfg, split) if llm.get("tuned") else ()) as reviewer:  # as in task=run
         for name, (_, scores) in parts.items():
             reviewed = reviewer.review(hypotheses(split.part(name), pick[name], scores))
             labels = split.part(name)["label"].to_numpy()[pick[name]]

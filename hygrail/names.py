@@ -109,10 +109,10 @@ def disk_cache(model: str) -> Path | None:
 def model_key(model: str) -> str:
     """What a vector of ``model`` is a function of, besides the name: its weights' hash, the libraries,
     the device and the batching scheme (module docstring)."""
-    folder = _weights_folder(model)
+    folder = weights_folder(model)
     if folder is None:
         encoder(model)  # a hub id: loading it puts its snapshot in the hub cache
-        folder = _weights_folder(model)
+        folder = weights_folder(model)
     weights = weights_hash(folder) if folder is not None else f"name {model}"
     return f"{weights} | {_runtime()} | {_SCHEME}"
 
@@ -142,7 +142,7 @@ def _file_digest(path: Path) -> bytes:
     return _DIGESTS[real][1]
 
 
-def _weights_folder(model: str) -> Path | None:
+def weights_folder(model: str) -> Path | None:
     """The folder SentenceTransformer(model) reads: a packaged model's, a local folder, or a hub id's
     snapshot in the hub cache (None: not downloaded, or not a hub id)."""
     if model in PACKAGED_MODELS:
@@ -248,7 +248,7 @@ def encoder(model: str):
     weights: a folder's model is reloaded when its weights change, and two folders reached by one
     relative path are two models."""
     if model in PACKAGED_MODELS or Path(model).is_dir():
-        folder = _weights_folder(model)
+        folder = weights_folder(model)
         source, key = str(folder), weights_hash(folder)
     else:
         source, key = model, f"hub {model}"  # a running process keeps the revision it loaded

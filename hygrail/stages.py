@@ -169,8 +169,26 @@ def reviewer_for(cfg: DictConfig, mode, split: Split):
 
     # Few-shot examples: training pairs only, fixed per (relation, seed) whatever is reviewed.
     fewshot = choose(split, plain(cfg.llm.fewshot) if cfg.llm.get("fewshot") else None, int(cfg.seed))
+    # A tuned reviewer learns from before validation: gamma is chosen on validation, test is the evaluation.
+    history = tuned_history(cfg, split) if cfg.llm.get("tuned") else ()
     return Reviewer(llm_config(cfg), mode, split.train_graph, split.relation, Path(cfg.paths.cache) / "llm", int(cfg.seed),
-                    fewshot)
+                    fewshot, history)
+
+
+def tuned_history(cfg: DictConfig, split: Split) -> list:
+    """A tuned reviewer's rows in ``task=run`` (``llm.tuned.history``, hygrail/review/tuned.py): the split's
+    training part, or (a sampled cell) the whole KG's relation edges before the first validation year."""
+    from hygrail.review import tuned
+
+    settings = tuned.settings_of(plain(cfg.llm.tuned))
+    if settings["history"] == "training_part":
+        return tuned.training_part(split)
+    if not cfg.data.get("subgraph_nodes"):
+        raise DataError("llm.tuned.history=before_validation reads the whole KG beside a sampled cell; this cell is "
+                        "the whole KG (data.subgraph_nodes is null): use training_part")
+    whole = load_kg(plain(cfg.data) | {"subgraph_nodes": None})
+    cap = settings["max_rows"] * settings["neg_per_pos"] // (1 + settings["neg_per_pos"])
+    return tuned.before_validation(whole, split, cap, int(settings["seed"]))
 
 
 def hypotheses(part: pl.DataFrame, idx: np.ndarray, scores: np.ndarray | None) -> list[Hypothesis]:
@@ -188,6 +206,11 @@ def check_config(cfg: DictConfig) -> None:
     if cfg.method.name in ("hygrail", "kgfm"):
         context = cfg.method.context if cfg.method.name == "kgfm" else cfg.evidence
         load_mode(plain(context), plain(cfg.relation.templates))
+        if cfg.llm.get("tuned"):  # trained in the cell, no server to probe
+            from hygrail.review.tuned import settings_of
+
+            settings_of(plain(cfg.llm.tuned))
+            return
         try:
             llm_settings(cfg.llm)
         except ValueError as e:

@@ -51,7 +51,7 @@ from omegaconf import DictConfig, OmegaConf
 from threadpoolctl import threadpool_limits
 
 from hygrail.data import CONF, load_kg
-from hygrail.discovery import compositions, entities, first_answer, options, stack
+from hygrail.discovery import compositions, entities, first_answer, options, rerank, stack
 from hygrail.discovery.cards import COLUMNS, listed_moves, write_html, write_markdown, write_table
 from hygrail.discovery.novelty import distances, hub_pairs, novelty_scores
 from hygrail.discovery.retro import (Retrospective, answers, check_cutoff, degree_mask, future_edges, margins,
@@ -63,7 +63,7 @@ from hygrail.discovery.trust import (EMPTY_BAND, REGION_TEXT, UNTRUSTED, accept_
                                      untrusted)
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import KG, DataError
-from hygrail.stages import build_split, gnn_stage, hypotheses, plain, reviewer_for, val_gamma
+from hygrail.stages import build_split, gnn_stage, hypotheses, llm_config, plain, reviewer_for, val_gamma
 from hygrail.review import calibrate
 from hygrail.review.stage import check_failures, decide, fallback_note
 from hygrail.triage.routing import Band, route
@@ -186,6 +186,12 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
                                        seed, stack.names_for(known, relation, cfg.backbone))
         metrics |= fitted.metrics() | {"stack_cache_hit": float(hit)}
         timer["stack_fit"] = time.perf_counter() - t0
+    reviewer = None
+    if d.get("rerank_k") and cutoff is not None:  # the tuned reviewer of the stack's heads (rerank.py)
+        t0 = time.perf_counter()
+        reviewer = rerank.Reranker(llm_config(cfg), load_mode(plain(cfg.evidence), plain(cfg.relation)["templates"]),
+                                   split, d | {"seed": seed}, Path(cfg.paths.cache) / "tuned")
+        timer["rerank_train"] = time.perf_counter() - t0
     ranker = None
     if ranks_by:
         t0 = time.perf_counter()
@@ -250,7 +256,8 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
         t0 = time.perf_counter()
         src, dst = space.pairs(int(d["block_pairs"]))
         result.retro, result.curves, retro_metrics, known_rows = evaluate(cfg, d, split, space, gnn, band, w, reviewed,
-                                                                           decisions, future, src, dst, gamma, fitted)
+                                                                           decisions, future, src, dst, gamma, fitted,
+                                                                           reviewer and reviewer.heads)
         rows = stack.Rows(w.scores, space.src, src, gnn)  # the per-entity rows: the whole-space list's own
         del src, dst
         metrics |= retro_metrics
@@ -259,10 +266,17 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
     memo = stack.Memo(rows)  # the per-entity rows read each block once for the GNN and the stack
     stacked = {f"stack_{v}": (stack.VARIANTS[v], fitted.scorer(v, space, memo)) for v in d.get("stack") or []} \
         if future is not None else {}
+    if reviewer is not None and f"stack_{rerank.VARIANT}" in stacked:  # the new entities' heads, as they are scored
+        label, scorer = stacked[f"stack_{rerank.VARIANT}"]
+        stacked[f"stack_{rerank.VARIANT}"] = (label, reviewer.heads.capture(scorer, space.dst))
     result.entities = named_sections(future, memo, stacked, known_rows)
     if result.entities is not None:
         metrics |= result.entities.metrics
         timer["entities"] = time.perf_counter() - t0
+    if reviewer is not None and result.retro is not None:
+        t0 = time.perf_counter()
+        metrics |= reviewed_heads(reviewer, d, known, future, result)
+        timer["rerank"] = time.perf_counter() - t0
     metrics |= calibrate.fit_metrics(gamma) if gamma is not None else {"gamma": float("nan")}
     if result.entities is not None and result.entities.lists:
         t0 = time.perf_counter()
@@ -591,7 +605,7 @@ def entity_cards(cfg: DictConfig, split, triage, band: Band, report: entities.En
 
 def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlocks, band: Band, w, reviewed: list,
              decisions: np.ndarray, future, src: np.ndarray, dst: np.ndarray, fit=None,
-             fitted: "stack.StackFit | None" = None):
+             fitted: "stack.StackFit | None" = None, heads: "rerank.Heads | None" = None):
     """Every ranking of the whole candidate space under every condition of the retrospective grid
     (``retro``), exactly over every candidate: (``retro.Retrospective``, the headline's precision@k
     curves, metrics, the per-entity known row's hits counted on the same vectors: ``entities.RowHits``,
@@ -605,7 +619,8 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
     (e.g. precursor popularity), compatible popularity, the learned baselines), and, up to
     ``discover.eval_max_pairs`` candidates, the GNN's novelty-aware and degree-adjusted scores
     (``novelty``: a graph distance per pair, too slow beyond). Each method is scored by one walk
-    when its turn comes and freed after (``retro.retrospective``). ``src``, ``dst``: ``space.pairs()``."""
+    when its turn comes and freed after (``retro.retrospective``). ``src``, ``dst``: ``space.pairs()``;
+    ``heads``: where the stack's heads are kept for the tuned reviewer (``rerank.Heads``)."""
     seed, block = int(cfg.seed), int(d["block_pairs"])
     graph = space.kg
 
@@ -646,7 +661,13 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
         known_rows = entities.RowHits(src, dst, pos, sorted(int(k) for k in d["entity_ks"]), len(space.dst), seed)
         per_entity = {"gnn", "tsh", *(d.get("entity_baselines") or []), *(f"stack_{v}" for v in d.get("stack") or [])}
         key = {label: k for k, label in labels.items()}
-        tap = lambda label, s: known_rows.add(key[label], s) if key[label] in per_entity else None  # noqa: E731
+        reviewed_label = stack.VARIANTS[rerank.VARIANT] if heads is not None else None
+
+        def tap(label, s):
+            if key[label] in per_entity:
+                known_rows.add(key[label], s)
+            if label == reviewed_label:
+                heads.from_vector(s, known_rows, src, dst)
     result = retrospective(scores, src, dst, (pos, future.year, future.count), None, space.kg.degree,
                            int(cfg.discover.cutoff), grid, ks, seed, int(d["degree_buckets"]),
                            keep_head=max([*ks, budget]), tap=tap)
@@ -855,6 +876,31 @@ def _share(metrics: dict, prefix: str) -> str:
     """'0.33 (1 of 3)': a precision with its counts; 'n/a (none accepted)'."""
     acc, tp = int(metrics[f"{prefix}_accepted"]), int(metrics[f"{prefix}_tp"])
     return f"{tp / acc:.2f} ({tp} of {acc})" if acc else "n/a (none accepted)"
+
+
+def reviewed_heads(reviewer: "rerank.Reranker", d: dict, graph: KG, future, result: Discovery) -> dict:
+    """The tuned reviewer's re-ordered heads against the stack's own order (``rerank``): known entities
+    on their answers after the cutoff, new ones on theirs within the horizon, the whole-space top on
+    the headline's answers; the table into ``reviewed_head.csv``, the page's note names the reviewer."""
+    cutoff, horizon = int(d["cutoff"]), int(entities.baseline_options(d)["horizon"])
+
+    def grouped(src, dst) -> dict:
+        out: dict[int, set] = {}
+        for u, v in zip(np.asarray(src).tolist(), np.asarray(dst).tolist()):
+            out.setdefault(u, set()).add(v)
+        return out
+
+    within = future.new_within(cutoff, horizon) if len(future.new_src) else np.zeros(0, bool)
+    h, _, min_count = result.retro.headline
+    hit = answers(future.year, future.count, cutoff, h, min_count) == 1
+    table, metrics = reviewer.evaluate(graph, {"known": grouped(future.src, future.dst),  # entities.KNOWN_ROW
+                                               "new": grouped(future.new_src[within], future.new_dst[within])},
+                                       set(zip(future.src[hit].tolist(), future.dst[hit].tolist())))
+    result.out.mkdir(parents=True, exist_ok=True)
+    table.write_csv(result.out / "reviewed_head.csv")
+    if result.entities is not None:
+        result.entities.note += " " + reviewer.note(table)
+    return metrics
 
 
 # -- output ------------------------------------------------------------------------------------------

@@ -6,6 +6,9 @@ optional LLM pre-stages) and the LLM reviews it, one cached call per hypothesis.
         reviewed = reviewer.review(hyps)          # [Reviewed(hypothesis, prepared, result)]
         metrics = reviewer.metrics()              # llm_* usage, per-stage tokens, evidence_* summary
 
+``history``: a tuned reviewer's training rows (``hygrail.review.tuned.History``; an ``llm`` with a ``tuned``
+block reviews through ``tuned.TunedClient`` instead of an LLM client).
+
 ``fewshot``: solved training pairs (``hygrail.review.fewshot.choose``) whose evidence, rendered by the
 same mode, forms the prompt's few-shot block: built once, identical for every review of the cell.
 
@@ -46,11 +49,17 @@ class Reviewer:
 
     def __init__(self, llm_cfg: Mapping, mode: EvidenceMode, graph: KG, relation: Relation,
                  cache_path: Path | str | None, seed: int | None = None,
-                 fewshot: Sequence[tuple[Hypothesis, int]] = ()):
-        from hygrail.review.client import ReviewClient  # openai + aiohttp: only a stage that reviews pays
+                 fewshot: Sequence[tuple[Hypothesis, int]] = (), history: Sequence = ()):
+        if llm_cfg.get("tuned"):  # a reviewer trained on ``history`` (hygrail/review/tuned.py), no LLM
+            from hygrail.review.tuned import TunedClient
 
-        # The cell's seed is the LLM's sampling seed: seeds re-sample the reviewer too (and key the cache).
-        self.client = ReviewClient(dict(llm_cfg) | ({} if seed is None else {"seed": int(seed)}), cache_path)
+            self.client = TunedClient(llm_cfg, mode, relation, history,
+                                      Path(cache_path).parent / "tuned" if cache_path is not None else None)
+        else:
+            from hygrail.review.client import ReviewClient  # openai + aiohttp: only a stage that reviews pays
+
+            # The cell's seed is the LLM's sampling seed: seeds re-sample the reviewer too (and key the cache).
+            self.client = ReviewClient(dict(llm_cfg) | ({} if seed is None else {"seed": int(seed)}), cache_path)
         self.mode, self.graph, self.relation = mode, graph, relation
         self.stages = {stage: dict.fromkeys(STAGE_COUNTS, 0) for stage in ("prestage", "review")}
         self.prepared: list[Prepared] = []
