@@ -177,7 +177,7 @@ def test_the_stack_scores_a_cold_source_with_its_cold_head():
 
 
 def test_a_population_keeps_at_most_fifty_negatives_per_positive():
-    from hygrail.discovery.stack import balanced
+    from hygrail.data.split import balanced
 
     rows = pl.DataFrame({"part": ["val"] * 300 + ["test"] * 30, "row": list(range(300)) + list(range(30)),
                          "label": [1, 1] + [0] * 298 + [1] + [0] * 29, "population": "known"})

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from hygrail.data.split import held_out_rows, temporal_split
-from hygrail.discovery.stack import balanced
+from hygrail.data.split import balanced
 from hygrail.evidence.mode import Hypothesis, load_mode
 from hygrail.kg import KG, DataError
 from hygrail.review import tuned

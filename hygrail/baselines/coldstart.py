@@ -39,7 +39,8 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 
 from hygrail.baselines.structural import relation_adjacency
-from hygrail.baselines.transitions import HORIZON, NEG_PER_POS, PARAMS, PairFeatures
+from hygrail.baselines.transitions import HORIZON, PARAMS, PairFeatures
+from hygrail.data.split import NEG_PER_POS
 from hygrail.kg import KG, DataError, Relation
 from hygrail.names import name_vectors
 

@@ -49,7 +49,7 @@ Where the numbers come from:
   new by 2017), also its middle horizon of 1 / 3 / 5 years (structural.py quotes the AUCs).
 - ``GROWTH_YEARS`` = 3: issue #34 item 6b's default, the horizon's length, so that the growth
   feature looks back as far as the model looks ahead.
-- ``NEG_PER_POS`` = 50 sampled candidates per positive (issue #34 item 6b): more than the triage
+- ``NEG_PER_POS`` = 50 (``data.split``) sampled candidates per positive (issue #34 item 6b): more than the triage
   split's 1:20, far fewer than the whole space's (about 1:6,000 on HPO at 2015), enough negatives
   for the trees' leaves; ``MAX_NEGATIVES`` = 500,000 caps memory (500k x 16 float32 features = 32
   MB) and the fit's time (one thread: see Cost).
@@ -108,7 +108,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.metrics import roc_auc_score
 
 from hygrail.baselines.structural import CHUNK, fit_on_validation, relation_adjacency
-from hygrail.data.split import Split, graph_date, known_nodes
+from hygrail.data.split import NEG_PER_POS, Split, graph_date, known_nodes
 from hygrail.descriptors import COMPATIBILITY, compatible_sets
 from hygrail.kg import KG, NO_YEAR, DataError, Relation
 from hygrail.thresholds import decision_threshold
@@ -118,7 +118,6 @@ BASE = ("rel_deg_src", "rel_deg_dst", "deg_src", "deg_dst", "growth_src", "growt
 ONTOLOGY = ("onto_parents", "onto_children", "onto_siblings", "onto_ancestors2", "onto_descendants2")
 HORIZON = 3
 GROWTH_YEARS = 3
-NEG_PER_POS = 50
 MAX_NEGATIVES = 500_000
 PARAMS = dict(learning_rate=0.1, max_iter=100, max_leaf_nodes=31, min_samples_leaf=20, l2_regularization=0.0,
               max_bins=255, early_stopping=True, validation_fraction=0.1, n_iter_no_change=10, scoring="loss")

@@ -68,8 +68,8 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from hygrail.baselines.structural import CHUNK, relation_adjacency
-from hygrail.baselines.transitions import NEG_PER_POS, PARAMS, PairFeatures, Predictor, _rowsum
-from hygrail.data.split import POPULATIONS, graph_date, held_out_rows
+from hygrail.baselines.transitions import PARAMS, PairFeatures, Predictor, _rowsum
+from hygrail.data.split import POPULATIONS, balanced, graph_date, held_out_rows
 from hygrail.descriptors import compatible_sets
 from hygrail.discovery.space import Block, row_bounds
 from hygrail.kg import KG, DataError, Relation
@@ -272,22 +272,6 @@ def gnn_prob(p: np.ndarray) -> np.ndarray:
     """The GNN's score as the head reads it: its probability in float32 (as ``Scorer.probability``
     computes it from a logit), the same on the fit rows and on the candidates."""
     return np.asarray(p, dtype=np.float32)
-
-
-def balanced(rows: pl.DataFrame, seed: int, neg_per_pos: int = NEG_PER_POS) -> pl.DataFrame:
-    """``rows`` with at most ``neg_per_pos`` negatives per positive in each (part, population), a
-    seeded sample of them: the split's 1:20 negatives were drawn for all its positives, and a
-    population keeps few of those (on the whole recipes at 2014, 294 positives whose target was known
-    before them, against 158,606 negatives: 1:540). Trees early-stopped on the log loss then stopped
-    at their 10th round and ranked the check's test rows at AUC 0.15; the trees on transitions fit
-    on 1:50 (``transitions.NEG_PER_POS``, their rate, taken here too)."""
-    rng = np.random.default_rng(seed)
-    keep = []
-    for (part, pop), group in rows.group_by("part", "population", maintain_order=True):
-        pos, neg = group.filter(pl.col("label") == 1), group.filter(pl.col("label") == 0)
-        n = min(neg.height, neg_per_pos * max(pos.height, 1))
-        keep += [pos, neg[np.sort(rng.choice(neg.height, n, replace=False))] if n < neg.height else neg]
-    return pl.concat(keep).sort("part", "row")
 
 
 def _check_variants(variants: Sequence[str], with_gnn: bool) -> None:

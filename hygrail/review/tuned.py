@@ -21,7 +21,7 @@ Which rows (``History``: labelled pairs and the graph their text is read from):
   any evidence read there would state its own answer.
 - discovery (``held_out``): the stack's fit rows (``data.split.held_out_rows``: the split's
   validation and test hypotheses whose positives are dated after the feature graph, both
-  populations, at most 50 negatives a positive in each as ``discovery.stack.balanced`` keeps them),
+  populations, at most 50 negatives a positive in each as ``data.split.balanced`` keeps them),
   their text read from that feature graph (``graphs[part]``), which holds none of them. Every one
   is dated at or before the cutoff: no answer after it is read.
 
@@ -56,7 +56,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from hygrail.cache import DiskCache, content_key
-from hygrail.data.split import Split, held_out_rows
+from hygrail.data.split import Split, balanced, held_out_rows
 from hygrail.evidence.mode import EvidenceMode, Hypothesis
 from hygrail.kg import KG, DataError, Relation
 from hygrail.review.contract import NO, YES, ReviewRequest, ReviewResult
@@ -145,10 +145,8 @@ def before_validation(whole: KG, split: Split, n_negatives: int, seed: int) -> l
 
 
 def held_out(split: Split, seed: int) -> list[History]:
-    """Discovery's rows (module docstring): the stack's fit rows (``stack.balanced`` at the stack's
+    """Discovery's rows (module docstring): the stack's fit rows (``data.split.balanced`` at the stack's
     ``seed``), each part's text from its feature graph."""
-    from hygrail.discovery.stack import balanced
-
     rows, graphs = held_out_rows(split)
     rows = balanced(rows, seed)
     out = []
