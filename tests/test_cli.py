@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 
@@ -78,6 +79,8 @@ def test_stats_text_says_a_kg_without_years_gets_random_splits(tmp_path):
     }
 
 
+# slow (issue #48: make test <= 6 min): a real sweep per baseline; test_structural keeps one in make test
+@pytest.mark.slow
 def test_baseline_cells_run_through_the_sweep(tmp_path):
     from scripted_server import ScriptedServer
 

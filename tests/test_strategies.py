@@ -442,6 +442,8 @@ def test_strategies_table_pools_quality_and_cost_per_hypothesis():
 
 
 # -- one real multirun over the three modes, then the strategies table -----------------------------
+# slow (issue #48): three evidence modes as a real multirun; each mode's unit tests stay in make test
+@pytest.mark.slow
 def test_strategies_multirun_and_table(tmp_path):
     from hygrail.report import main as report
 

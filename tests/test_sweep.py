@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import mlflow
+import pytest
 
 from conftest import ROOT
 from scripted_server import Reply, ScriptedServer, ok_review
@@ -67,6 +68,9 @@ def _no_secret_anywhere(outputs: Path, procs):
         assert not [b for b in blobs if secret.encode() in b], secret
 
 
+# slow (issue #48): three sweeps of four cells (~100 s on CI); the one-line failure of an unreachable
+# server stays in make test (test_cli.py)
+@pytest.mark.slow
 def test_multirun_survives_a_down_server_and_resumes_only_failed_cells(tmp_path):
     outputs = tmp_path / "out"
     down = f"http://127.0.0.1:{_closed_port()}/v1"
