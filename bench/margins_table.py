@@ -1,7 +1,8 @@
 """The honest-margins tables of experiments/discovery.md (issue #45) from retrospective cells' folders:
 whole space (each learned ranking against the best ranking of another family, by AUC and AP, paired
 over the answers) and per entity (hits@10 lift against the best other ranking of each row, paired over
-entities), with how much the stack leans on names.
+entities), with how much the stack leans on names. ``--compact``: the per-entity table one line per
+cell and row.
 
     python bench/margins_table.py outputs/retro/hpo-2012 outputs/retro/hpo-2015 ... [--methods ...]
 """
@@ -45,14 +46,36 @@ def per_entity(cells: list[Path], methods: list[str]) -> str:
     return "\n".join(lines)
 
 
+def per_entity_compact(cells: list[Path], methods: list[str]) -> str:
+    """One line per cell and row: its entities, each method's hits@10 and its lift against the best other
+    ranking (± SE), the best other ranking of the first method."""
+    head = "| cell | row | entities | " + " | ".join(methods) + f" | best other than {methods[0]} |"
+    lines = [head, "|" + "---|" * (len(methods) + 4)]
+    for cell in cells:
+        e = pl.read_csv(cell / "retrospective_entities.csv", infer_schema_length=None)
+        best = next(c for c in e.columns if c.startswith("lift vs best other"))
+        for (row,), part in e.group_by("entities known", maintain_order=True):
+            by = {r["method"]: r for r in part.iter_rows(named=True)}
+            cols = []
+            for m in methods:
+                r = by.get(m)
+                cols.append("" if r is None else f"{r['hits_at_10']:.3f} ({_pm(r['lift_hits_at_10'], r['lift_hits_at_10_se'])})"
+                            if r["lift_hits_at_10"] is not None else f"{r['hits_at_10']:.3f}")
+            other = by[methods[0]][best] if methods[0] in by else ""
+            value = by[other]["hits_at_10"] if other in by else float("nan")
+            lines.append(f"| {cell.name} | {row} | {part['entities'][0]:,} | " + " | ".join(cols) + f" | {other} ({value:.3f}) |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("cells", nargs="+", type=Path)
     ap.add_argument("--methods", default=",".join(LEARNED))
+    ap.add_argument("--compact", action="store_true", help="per entity: one line per cell and row, the methods as columns")
     a = ap.parse_args()
     methods = a.methods.split(",")
     print(whole_space(a.cells, methods), "\n")
-    print(per_entity(a.cells, methods))
+    print(per_entity_compact(a.cells, methods) if a.compact else per_entity(a.cells, methods))
 
 
 if __name__ == "__main__":
