@@ -9,7 +9,7 @@ store) and warm (the same folder again).
 Each command runs in a process group of its own with ``HYGRAIL_OUTPUTS`` set to a fresh folder
 (kept, and printed, for a look afterwards). Every 0.5 s the RSS of every process of the group is
 summed (make, Python, the judge's server): the peak is that sum's largest value, which is what a
-laptop's memory must hold. Cores = CPU seconds of the finished children (``getrusage``) / wall. For
+laptop's memory must hold; the line the command printed last before it says where it happened. Cores = CPU seconds of the finished children (``getrusage``) / wall. For
 ``make discover`` the time of the first answer (the line ``discover.first_answer`` prints when the
 stack-without-GNN lists are on the page) is printed too. Targets (issue #48): make discover cold
 <= 15 min with a first answer <= 5 min, make test <= 6 min on a fresh clone, every peak <= 4 GB.
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -53,22 +54,30 @@ def timed(cmd: list[str], cwd: Path, env: dict, log: Path) -> dict:
     first = None
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True, text=True, bufsize=1)
-        peak, done = 0, threading.Event()
+                                start_new_session=True)
+        peak, done, last, at_peak = 0, threading.Event(), [""], ""
 
         def sample():
-            nonlocal peak
+            nonlocal peak, at_peak
             while not done.is_set():
-                peak = max(peak, group_rss(proc.pid))
+                rss = group_rss(proc.pid)
+                if rss > peak:  # where the peak happens: the last line printed before it
+                    peak, at_peak = rss, f"{time.perf_counter() - t0:.0f} s: {last[0][:120]}"
                 done.wait(0.5)
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         try:
-            for line in proc.stdout:
-                out.write(line)
-                if first is None and FIRST_ANSWER in line:
-                    first = time.perf_counter() - t0
+            buf = ""
+            while chunk := proc.stdout.read1(65536).decode(errors="replace"):  # tqdm ends its lines with \r
+                out.write(chunk)
+                buf += chunk
+                *lines, buf = re.split(r"[\r\n]", buf)
+                for line in lines:
+                    if line.strip():
+                        last[0] = line.strip()
+                    if first is None and FIRST_ANSWER in line:
+                        first = time.perf_counter() - t0
             rc = proc.wait()
         except KeyboardInterrupt:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -79,7 +88,7 @@ def timed(cmd: list[str], cwd: Path, env: dict, log: Path) -> dict:
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return dict(wall=wall, peak_gb=peak / 2**30, cores=cpu / wall, first=first, rc=rc,
+    return dict(wall=wall, peak_gb=peak / 2**30, at_peak=at_peak, cores=cpu / wall, first=first, rc=rc,
                 load=f"{load0:.1f} -> {os.getloadavg()[0]:.1f}")
 
 
@@ -107,7 +116,7 @@ def main() -> None:
             rows.append((f"make {target} {args.make_args}".strip(), phase, r))
             first = f"{r['first']:.0f} s" if r["first"] is not None else "-"
             print(f"   wall {r['wall']:.0f} s, peak {r['peak_gb']:.2f} GB, cores {r['cores']:.2f}, first answer {first}, "
-                  f"exit {r['rc']}, load {r['load']}", flush=True)
+                  f"exit {r['rc']}, load {r['load']}\n   peak at {r['at_peak']}", flush=True)
     print("\n| command | run | wall | first answer | peak RSS | cores used | exit | load (start -> end) |")
     print("|---|---|---|---|---|---|---|---|")
     for name, phase, r in rows:
