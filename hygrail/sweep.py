@@ -151,7 +151,10 @@ def _record(outcome: dict) -> None:
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig):
-    if int(cfg.threads) < 1:
+    # auto reads the load once, here: read again later it would count this job's own work (a cold make
+    # discover trained on one thread of two, the load average being its own name embedding and stack fit)
+    cfg.threads = int(cfg.threads)
+    if cfg.threads < 1:
         sys.exit(f"error: threads={cfg.threads}: expected >= 1")
     task = TASKS.get(cfg.task)
     if task is None:

@@ -6,7 +6,9 @@ job ran at one thread. ``threads: auto`` takes the cores this process may run on
 least one: on an idle 2-core laptop both cores, beside another job one. A number sets it;
 ``HYGRAIL_THREADS`` (read by the config) overrides it without editing a file: the test suite and CI
 set 1, as DESIGN.md asks (with two threads and any other load on a 2-core box, epochs got 10-100x
-slower). The count is read once, when the config is resolved.
+slower). The count is read once per config (the resolver caches it) and pinned by the sweep's
+``main`` before the job starts: read again after minutes of work, the load average would count the
+job itself and halve its threads.
 
 A model trained at another thread count differs in its last bits (weights by ~3e-7 after 3 epochs at
 1 vs 2 threads, experiments/discovery.md), so a cached model is reused whatever the count it was
@@ -36,4 +38,4 @@ def resolve(value) -> int:
 
 
 if not OmegaConf.has_resolver("hygrail_threads"):
-    OmegaConf.register_new_resolver("hygrail_threads", resolve)
+    OmegaConf.register_new_resolver("hygrail_threads", resolve, use_cache=True)

@@ -32,3 +32,20 @@ def test_the_config_reads_the_environment(monkeypatch):
         monkeypatch.setenv("HYGRAIL_THREADS", env)
         with initialize_config_dir(str(CONF), version_base="1.3"):
             assert compose("config").threads == want
+
+
+def test_auto_is_read_once_not_again_under_the_jobs_own_load(monkeypatch):
+    """A cold make discover trained on one thread of two: the config re-read ``auto`` after minutes of
+    the job's own work had raised the load average."""
+    from hydra import compose, initialize_config_dir
+
+    from conftest import CONF
+
+    monkeypatch.delenv("HYGRAIL_THREADS", raising=False)
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (0.2, 0.0, 0.0), raising=False)
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("config")
+    assert cfg.threads == 2
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (1.2, 0.0, 0.0), raising=False)  # the job's own load
+    assert cfg.threads == 2
