@@ -1,6 +1,6 @@
 """A newcomer's commands, timed (issue #48): wall, peak RSS and the cores used by ``make discover``,
-``make run`` and ``make test``, cold (an empty outputs folder: no model, stack, name vectors or MLflow
-store) and warm (the same folder again).
+``make run`` and ``make test``, cold (an empty outputs folder and name-vector cache: no model, stack, name vectors or
+MLflow store; the venv and the downloaded weights stay) and warm (the same folder again).
 
     python bench/bench_make.py                          # make discover, cold then warm
     python bench/bench_make.py --targets discover,run   # each cold then warm
@@ -46,6 +46,15 @@ def group_rss(pgid: int) -> int:
     return total
 
 
+def settle(limit_s: float = 240.0) -> None:
+    """Wait (up to ``limit_s``) for the 1-minute load average to fall below 0.5: ``threads: auto``
+    counts the cores less that load when the command starts, and a job that just ended still
+    counts in it for a minute or two."""
+    t0 = time.perf_counter()
+    while os.getloadavg()[0] >= 0.5 and time.perf_counter() - t0 < limit_s:
+        time.sleep(5)
+
+
 def timed(cmd: list[str], cwd: Path, env: dict, log: Path) -> dict:
     """Run ``cmd``; wall, peak group RSS, cores, first-answer seconds, exit code."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -71,6 +80,7 @@ def timed(cmd: list[str], cwd: Path, env: dict, log: Path) -> dict:
             buf = ""
             while chunk := proc.stdout.read1(65536).decode(errors="replace"):  # tqdm ends its lines with \r
                 out.write(chunk)
+                out.flush()
                 buf += chunk
                 *lines, buf = re.split(r"[\r\n]", buf)
                 for line in lines:
@@ -107,10 +117,14 @@ def main() -> None:
     rows = []
     for target in args.targets.split(","):
         outputs = Path(tempfile.mkdtemp(prefix=f"bench-make-{target}-"))
-        env = {**os.environ, "HYGRAIL_OUTPUTS": str(outputs)}
+        # unbuffered: the first answer's line is seen when printed, not when the pipe's buffer fills
+        # and a fresh name-vector cache (~/.cache/hygrail/names otherwise: a machine's first run fills it)
+        env = {**os.environ, "HYGRAIL_OUTPUTS": str(outputs), "PYTHONUNBUFFERED": "1",
+               "HYGRAIL_NAMES_CACHE": str(outputs / "names")}
         for phase in ("cold",) if args.cold_only else ("cold", "warm"):
             log = outputs.parent / f"{outputs.name}-{phase}.log"
             cmd = ["make", target, *args.make_args.split()]
+            settle()
             print(f"== {' '.join(cmd)} ({phase}; outputs {outputs}, log {log}, in {cwd})", flush=True)
             r = timed(cmd, cwd, env, log)
             rows.append((f"make {target} {args.make_args}".strip(), phase, r))
