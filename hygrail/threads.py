@@ -2,7 +2,7 @@
 
 Why: a newcomer's first ``make discover`` trained for 25 minutes on one core of two, because every
 job ran at one thread. ``threads: auto`` takes the cores this process may run on
-(``os.sched_getaffinity``) less the load already on them (the 1-minute load average, rounded), at
+(``os.sched_getaffinity``) less the load already on them (the 1-minute load average's whole part), at
 least one: on an idle 2-core laptop both cores, beside another job one. A number sets it;
 ``HYGRAIL_THREADS`` (read by the config) overrides it without editing a file: the test suite and CI
 set 1, as DESIGN.md asks (with two threads and any other load on a 2-core box, epochs got 10-100x
@@ -26,7 +26,9 @@ def resolve(value) -> int:
     """``auto`` (module docstring) or a positive whole number, as an int; else a one-line ValueError."""
     if str(value).strip().lower() == "auto":
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        busy = int(os.getloadavg()[0] + 0.5) if hasattr(os, "getloadavg") else 0
+        # whole cores busy: a job beside us keeps the load at >= 1; a start-up's or a finished job's
+        # fraction does not take a core (rounded, a load of 0.5 put a cold make discover on one thread)
+        busy = int(os.getloadavg()[0]) if hasattr(os, "getloadavg") else 0
         return max(1, cores - busy)
     try:
         n = int(str(value))

@@ -10,6 +10,8 @@ def test_auto_is_the_free_cores_at_least_one(monkeypatch):
     monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.setattr(threads.os, "getloadavg", lambda: (0.2, 0.0, 0.0), raising=False)
     assert threads.resolve("auto") == 2
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (0.6, 0.0, 0.0), raising=False)  # a start-up, not a job
+    assert threads.resolve("auto") == 2
     monkeypatch.setattr(threads.os, "getloadavg", lambda: (1.4, 0.0, 0.0), raising=False)
     assert threads.resolve("auto") == 1
     monkeypatch.setattr(threads.os, "getloadavg", lambda: (7.0, 0.0, 0.0), raising=False)
