@@ -72,11 +72,20 @@ _WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth", ".json", ".txt", ".mo
 _OTHER_BACKENDS = {"onnx", "openvino"}
 
 
-def name_similarity(names_src: Sequence[str], names_dst: Sequence[str], model: str) -> np.ndarray:
-    """Cosine similarity of the sentence embeddings of names_src[i] and names_dst[i]."""
-    vecs = embed_names(list(names_src) + list(names_dst), model)
-    n = len(names_src)
-    return np.clip(np.einsum("ij,ij->i", vecs[:n], vecs[n:]), -1.0, 1.0)
+def name_similarity(names_src: Sequence[str], names_dst: Sequence[str], model: str, chunk: int = 65_536) -> np.ndarray:
+    """Cosine similarity of the sentence embeddings of names_src[i] and names_dst[i]: each distinct
+    name's vector once, the pairs' dot products ``chunk`` at a time. One (pairs x 384) float64 array per
+    side held 6.5 GB for whole HPO's 1.06 M test pairs, the peak of a cold ``make discover`` (8.2 GB,
+    bench/bench_make.py, issue #48); a pair's dot product is the same whatever its chunk."""
+    distinct = list(dict.fromkeys([*names_src, *names_dst]))
+    vecs = embed_names(distinct, model)
+    row = {n: i for i, n in enumerate(distinct)}
+    a = np.fromiter((row[n] for n in names_src), np.int64, len(names_src))
+    b = np.fromiter((row[n] for n in names_dst), np.int64, len(names_dst))
+    out = np.empty(len(a), dtype=np.float64)
+    for lo in range(0, len(a), chunk):
+        out[lo : lo + chunk] = np.einsum("ij,ij->i", vecs[a[lo : lo + chunk]], vecs[b[lo : lo + chunk]])
+    return np.clip(out, -1.0, 1.0)
 
 
 def embed_names(names: Sequence[str], model: str) -> np.ndarray:
