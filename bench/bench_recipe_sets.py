@@ -52,6 +52,8 @@ def main() -> None:
     ap.add_argument("--horizon", type=int, default=3)
     ap.add_argument("--no-stack", action="store_true", help="leave out the stack row (no GNN training)")
     ap.add_argument("--out", default=None, help="a folder for one CSV row per (cutoff, target)")
+    ap.add_argument("--identity", default=None, help="recipes.identity: composition (He et al.'s, the default) or "
+                                                         "formula (as written: the first protocol)")
     args = ap.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from omegaconf import OmegaConf
@@ -61,15 +63,19 @@ def main() -> None:
     from hygrail.recipes.benchmark import benchmark, paired, table_of
     from hygrail.recipes.page import recipe_table
     from hygrail.recipes.ranker import SetRanker
-    from hygrail.recipes.scores import missing, stack_scores
+    from hygrail.recipes.scores import missing, per_identity, stack_scores
 
     outputs = os.environ.get("HYGRAIL_OUTPUTS", str(ROOT / "outputs"))
     cutoffs = [int(c) for c in args.cutoffs.split(",")]
     cfg = config(cutoffs[0], outputs)
-    d = options(OmegaConf.to_container(cfg.recipes, resolve=True))
+    d = options(OmegaConf.to_container(cfg.recipes, resolve=True) | ({"identity": args.identity} if args.identity else {}))
     t0 = time.perf_counter()
-    table, _, _ = recipe_table(data_path(str(cfg.data.path)), Path(cfg.paths.cache) / "recipes")
-    print(f"recipe table: {table.height:,} recipes in {time.perf_counter() - t0:.1f} s")
+    table, _, _ = recipe_table(data_path(str(cfg.data.path)), Path(cfg.paths.cache) / "recipes", d["identity"])
+    print(f"recipe table: {table.height:,} recipes in {time.perf_counter() - t0:.1f} s; precursors by {d['identity']}")
+    spellings: dict[str, set[str]] = {}  # identity -> written formulas: the KG's precursor names (the stack's rows)
+    for pres, written in table.select("precursors", "spellings").iter_rows():
+        for p, w in zip(pres, written):
+            spellings.setdefault(p, set()).add(w)
     kg_target = dict(table.select("material", "target").unique("material").iter_rows())
     per_target = []
     for cutoff in cutoffs:
@@ -80,7 +86,7 @@ def main() -> None:
 
             materials = [t.material for t in after(table, cutoff, args.horizon)]
             by_target, stack_seconds = stack_scores(config(cutoff, outputs), cutoff, [kg_target[m] for m in materials])
-            scores = {m: by_target[kg_target[m]] for m in materials if kg_target[m] in by_target}
+            scores = {m: per_identity(by_target[kg_target[m]], spellings) for m in materials if kg_target[m] in by_target}
             stack_seconds["targets without a row"] = missing(by_target, [kg_target[m] for m in materials])
         ranker = SetRanker(d["neighbours"], d["composed"], d["window"], seed=int(cfg.seed))
         cell = benchmark(table, cutoff, args.horizon, d["volatile"], d["free"], ranker, scores)
@@ -89,12 +95,14 @@ def main() -> None:
         print(f"\n## Cutoff {cutoff}, answers {f['answer years']}\n")
         print(f"{f['targets']:,} test targets: {f['new targets']:,} first recorded in {f['answer years']}, "
               f"{f['known targets with a new set']:,} recorded by {cutoff} with a new set then; "
+              f"{f['new targets with an unseen composition']:,} new ones with a composition no library material has "
+              f"(He et al.'s kind, 'unseen'); "
               f"{f['targets with more than one answer set']:,} have more than one answer set. Library: "
               f"{f['library recipes']:,} recipes of {f['library materials']:,} materials dated <= {cutoff}. "
               f"Ceiling (an answer set obeying the rules, of library precursors): {f['ceiling']:.3f}. "
               f"Ranker fit on {cutoff - d['window'] + 1}-{cutoff}: {f['ranker fit rows']:,} candidate sets, "
               f"{f['ranker fit positives']:,} recorded.\n")
-        for which in ("all", "new", "known"):
+        for which in ("all", "new", "known", "unseen"):
             print(f"Targets: {which}\n")
             print("\n".join(markdown(table_of(cell, which=which), "method")), "\n")
         print("Paired differences (all targets)\n")
@@ -103,6 +111,7 @@ def main() -> None:
               f"{f['proposal seconds']:.0f}" + "".join(f", stack {k} {v:.0f}" for k, v in stack_seconds.items()))
         per_target.append(pl.DataFrame({"cutoff": cutoff, "material": [t.material for t in cell.targets],
                                         "known": [t.known for t in cell.targets],
+                                        "unseen": [t.unseen for t in cell.targets],
                                         "answers": [len(t.answers) for t in cell.targets],
                                         **{f"{name} @{k}": s[:, j] for name, s in cell.success.items()
                                            for j, k in enumerate((1, 3, 5, 10))}}))

@@ -41,8 +41,14 @@ toward common precursors.
 Recipes one by one (``recipe_table``, issue #47): the KG merges recipes into edges, but a chemist's
 answer, and He et al.'s benchmark (Sci. Adv. 9, eadg8180, 2023), is one recipe's precursor *set*.
 One row per recipe: its target as the KG names it (``target``), the material it made (``material``),
-that material's elements, the distinct precursor formulas (sorted), each precursor's elements, the
-DOI and its year (``doi_years``). The dataset expands a target with a variable (``RBaCo2O5+δ``, R one
+that material's elements, the distinct precursors (sorted) by identity, each precursor's elements and
+how the recipe wrote it, the DOI and its year (``doi_years``). A precursor's identity is He et al.'s
+(``collect_targets_in_reactions`` in their ``recommendation_utils.py`` keys precursors by the formula
+of their composition): the summed composition written as whole numbers (``composition_formula``), so
+``Li2CO3(3N)``, ``CO3Li2`` and ``Li2CO3`` are one precursor, and ``NH4H2PO4`` has one identity for its
+eight spellings (2,056 written formulas, 1,807 identities); where an amount is no number (``1-x``) the
+written formula is the identity. ``identity="formula"`` keeps the written formulas (the benchmark's
+first protocol, experiments/recipes_sets.md). The dataset expands a target with a variable (``RBaCo2O5+δ``, R one
 of nine rare earths) into one recipe per value and records the value in
 ``reaction.element_substitution``; the material is then the formula with its values
 (``RBaCo2O5+ δ (R=Pr)``) and its elements hold the value only (the KG's Target-Element edges hold
@@ -62,7 +68,9 @@ from __future__ import annotations
 import json
 import logging
 import lzma
+import math
 import re
+from fractions import Fraction
 from pathlib import Path
 
 import polars as pl
@@ -181,15 +189,68 @@ def load_recipes(path: Path, schema: Schema) -> KG:
     return KG(schema, nodes.select("name", "type"), edges)
 
 
-RECIPE_COLUMNS = {"recipe": pl.Int64, "target": pl.String, "material": pl.String, "elements": pl.List(pl.String),
+RECIPE_COLUMNS = {"recipe": pl.Int64, "target": pl.String, "material": pl.String, "composition": pl.String,
+                  "elements": pl.List(pl.String),
                   "precursors": pl.List(pl.String), "precursor_elements": pl.List(pl.List(pl.String)),
-                  "doi": pl.String, "year": pl.Int32}
+                  "spellings": pl.List(pl.String), "doi": pl.String, "year": pl.Int32}
+IDENTITIES = ("composition", "formula")
+# Pauling electronegativities: the element order of a composition's formula, as pymatgen writes it (He et al.'s
+# keys are pymatgen formulas); an element without a value (the noble gases but Kr, Xe) goes last.
+ELECTRONEGATIVITY = dict(zip(
+    "H Li Be B C N O F Na Mg Al Si P S Cl K Ca Sc Ti V Cr Mn Fe Co Ni Cu Zn Ga Ge As Se Br Kr Rb Sr Y Zr Nb Mo Tc Ru Rh "
+    "Pd Ag Cd In Sn Sb Te I Xe Cs Ba La Ce Pr Nd Pm Sm Eu Gd Tb Dy Ho Er Tm Yb Lu Hf Ta W Re Os Ir Pt Au Hg Tl Pb Bi Po "
+    "At Rn Fr Ra Ac Th Pa U Np Pu Am Cm Bk Cf Es Fm Md No Lr".split(),
+    (2.20, 0.98, 1.57, 2.04, 2.55, 3.04, 3.44, 3.98, 0.93, 1.31, 1.61, 1.90, 2.19, 2.58, 3.16, 0.82, 1.00, 1.36, 1.54,
+     1.63, 1.66, 1.55, 1.83, 1.88, 1.91, 1.90, 1.65, 1.81, 2.01, 2.18, 2.55, 2.96, 3.00, 0.82, 0.95, 1.22, 1.33, 1.60,
+     2.16, 1.90, 2.20, 2.28, 2.20, 1.93, 1.69, 1.78, 1.96, 2.05, 2.10, 2.66, 2.60, 0.79, 0.89, 1.10, 1.12, 1.13, 1.14,
+     1.13, 1.17, 1.20, 1.20, 1.10, 1.22, 1.23, 1.24, 1.25, 1.10, 1.27, 1.30, 1.50, 2.36, 1.90, 2.20, 2.20, 2.28, 2.54,
+     2.00, 1.62, 2.33, 2.02, 2.00, 2.20, 2.20, 0.70, 0.90, 1.10, 1.30, 1.50, 1.38, 1.36, 1.28, 1.13, 1.28, 1.30, 1.30,
+     1.30, 1.30, 1.30, 1.30, 1.30)))
 
 
-def recipe_table(path: Path) -> pl.DataFrame:
+def composition_formula(amounts: dict[str, float]) -> str:
+    """He et al.'s identity of a material: its element amounts scaled to the smallest whole numbers (to
+    1/1000 of the least), elements by electronegativity, then symbol (pymatgen's order): ``Li2CO3(3N)``,
+    ``CO3Li2`` and ``Li2CO3`` are all ``Li2CO3``; ``BiO1.5`` is ``Bi2O3``."""
+    amounts = {e: a for e, a in amounts.items() if a > 0}
+    if not amounts:
+        raise ValueError("no element with a positive amount")
+    least = min(amounts.values())
+    ratios = {e: Fraction(a / least).limit_denominator(1000) for e, a in amounts.items()}
+    scale = math.lcm(*(r.denominator for r in ratios.values()))
+    whole = {e: int(r * scale) for e, r in ratios.items()}
+    common = math.gcd(*whole.values())
+    order = sorted(whole, key=lambda e: (ELECTRONEGATIVITY.get(e, math.inf), e))
+    return "".join(e + (str(whole[e] // common) if whole[e] != common else "") for e in order)
+
+
+def _composition(material: dict, substitution: dict) -> str | None:
+    """``composition_formula`` of a material's summed composition (each part's amount x its element
+    amounts, a variable element replaced as ``substitution`` says); None when an amount is no number
+    (``1-x``) or an element unknown."""
+    amounts: dict[str, float] = {}
+    try:
+        for part in material.get("composition") or []:
+            times = float(part.get("amount") or 1)
+            for symbol, n in (part.get("elements") or {}).items():
+                symbol = substitution.get(symbol, symbol)
+                if symbol not in ELEMENTS:
+                    return None
+                amounts[symbol] = amounts.get(symbol, 0.0) + times * float(n)
+        return composition_formula(amounts)
+    except (ValueError, TypeError, AttributeError, ZeroDivisionError):
+        return None
+
+
+def recipe_table(path: Path, identity: str = "composition") -> pl.DataFrame:
     """One row per recipe of the file (module docstring: "Recipes one by one"), ``RECIPE_COLUMNS``;
     ``recipe`` is the 1-based index into ``reactions``, as in the loader's errors; ``year`` NO_YEAR
-    where the DOI carries none. Errors as ``load_recipes``'s."""
+    where the DOI carries none; ``composition`` the material's ``composition_formula`` (None where an
+    amount is no number; a dopant under ``additives`` is not in it); ``precursors`` the distinct identities (``identity``: "composition",
+    He et al.'s, or "formula", the written formula), ``spellings`` the formula each was written as in
+    this recipe (the alphabetically first where two share an identity). Errors as ``load_recipes``'s."""
+    if identity not in IDENTITIES:
+        raise DataError(f"recipes.identity={identity!r}: expected one of {', '.join(IDENTITIES)}")
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file not found; put the solid-state dataset (solid-state_dataset_2019-12-03.json.xz "
@@ -207,14 +268,16 @@ def recipe_table(path: Path) -> pl.DataFrame:
                         for e in re.findall(r"[A-Z][a-z]?", a) if e in ELEMENTS} - elements)
         marks = [f"{k}={v}" for k, v in sorted(sub.items())] + [f"+{e}" for e in added]
         material = f"{target} ({', '.join(marks)})" if marks else target
-        precursors = {}
+        precursors, spelt = {}, {}
         for k, p in enumerate(_list(r, "precursors", path, i), start=1):
-            precursors.setdefault(_formula(p, path, i, f"precursors[{k}]"), set()).update(
-                _elements(p, path, i, f"precursors[{k}]", sub))
+            written = _formula(p, path, i, f"precursors[{k}]")
+            key = (_composition(p, sub) or written) if identity == "composition" else written
+            precursors.setdefault(key, set()).update(_elements(p, path, i, f"precursors[{k}]", sub))
+            spelt[key] = min(spelt.get(key, written), written)
         names = sorted(precursors)
         doi = r.get("doi")
-        rows.append((i, target, material, sorted(elements | set(added)), names, [sorted(precursors[n]) for n in names],
-                     doi.strip() if isinstance(doi, str) else ""))
+        rows.append((i, target, material, _composition(r["target"], sub), sorted(elements | set(added)), names, [sorted(precursors[n]) for n in names],
+                     [spelt[n] for n in names], doi.strip() if isinstance(doi, str) else ""))
     if not rows:
         raise DataError(f"{path}: reactions is empty; expected at least one recipe")
     table = pl.DataFrame(rows, schema={k: v for k, v in RECIPE_COLUMNS.items() if k != "year"}, orient="row")

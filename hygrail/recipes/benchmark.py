@@ -103,6 +103,7 @@ def benchmark(table: pl.DataFrame, cutoff: int, horizon: int, volatile, free, ra
     known = np.array([t.known for t in targets])
     facts = {"library recipes": lib.recipes, "library materials": len(lib.names), "targets": len(targets),
              "new targets": int((~known).sum()), "known targets with a new set": int(known.sum()),
+             "new targets with an unseen composition": sum(t.unseen for t in targets),
              "targets with more than one answer set": sum(len(t.answers) > 1 for t in targets),
              "answer years": f"{cutoff + 1}-{cutoff + horizon}", "ceiling": ceiling(lib, targets),
              "ranker fit rows": ranker.fit_rows, "ranker fit positives": ranker.fit_positives,
@@ -116,9 +117,11 @@ def mean_se(x: np.ndarray) -> tuple[float, float]:
 
 
 def table_of(cell: Cell, ks: Sequence[int] = KS, which: str = "all") -> pl.DataFrame:
-    """One row per method: success@k mean and SE over ``which`` targets (all, new, known)."""
+    """One row per method: success@k mean and SE over ``which`` targets (all, new, known, unseen: new
+    with a composition no library material has, He et al.'s kind)."""
     known = np.array([t.known for t in cell.targets])
-    mask = {"all": np.ones(len(known), bool), "new": ~known, "known": known}[which]
+    unseen = np.array([t.unseen for t in cell.targets])
+    mask = {"all": np.ones(len(known), bool), "new": ~known, "known": known, "unseen": unseen}[which]
     rows = []
     for name, s in cell.success.items():
         row = {"method": name, "targets": int(mask.sum())}

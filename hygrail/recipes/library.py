@@ -1,10 +1,10 @@
 """The recorded precursor sets known at a date, and the chemistry rules a proposed set must obey.
 
-A *recorded set* is one recipe's precursors (``data.recipes.recipe_table``): the distinct
-``material_formula`` strings of its precursors, as the dataset writes them and the loader strips
-them. Two sets are *equal* when they hold the same strings: no further normalisation, so
-``Li2CO3`` and ``CO3Li2``, or ``Co3O4`` and ``Co3O4·xH2O``, are different precursors (He et al. key
-them by composition; on this dataset the common precursors are written one way). A material's
+A *recorded set* is one recipe's precursors (``data.recipes.recipe_table``): the distinct identities
+of its precursors, He et al.'s by default (the formula of each one's composition: ``Li2CO3(3N)`` and
+``CO3Li2`` are ``Li2CO3``; ``Co3O4`` and ``Co3O4·xH2O`` stay two, as the unknown x is no number).
+Two sets are *equal* when they hold the same identities. Each identity is shown as the library's
+recipes most often write it (``spelling``, ``show``). A material's
 recorded sets are merged over its recipes: each set once, with the number of recipes recording it,
 the earliest year and that recipe's DOI.
 
@@ -82,6 +82,8 @@ class Library:
     pairs: dict[tuple[str, str], int]  # (p, q), p < q -> recipes using both
     uses: dict[str, int]  # precursor -> recipes using it
     set_recipes: dict[tuple[str, ...], int]  # a set -> recipes recording it, whatever their material
+    spelling: dict[str, str]  # precursor -> how the library's recipes most often write it (ties: alphabetically first)
+    written: dict[str, frozenset[str]]  # precursor -> every way the library's recipes write it
     _matrix: sp.csr_matrix | None = None
     _index: dict[str, int] | None = None
     _documented: np.ndarray | None = None  # recipes per material: the similarity's tie-break
@@ -100,9 +102,13 @@ class Library:
         pairs: dict[tuple[str, str], int] = {}
         used: dict[str, int] = {}
         set_recipes: dict[tuple[str, ...], int] = {}
-        rows = table.select("material", "elements", "precursors", "precursor_elements", "year", "doi").iter_rows()
-        for material, els, pres, pels, year, doi in rows:
+        spelt: dict[str, dict[str, int]] = {}
+        rows = table.select("material", "elements", "precursors", "precursor_elements", "spellings", "year",
+                            "doi").iter_rows()
+        for material, els, pres, pels, spellings, year, doi in rows:
             mine = set(els)
+            for p, w in zip(pres, spellings):
+                spelt.setdefault(p, {})[w] = spelt.get(p, {}).get(w, 0) + 1
             elements.setdefault(material, set()).update(mine)
             for p, pe in zip(pres, pels):
                 pre_elements.setdefault(p, set()).update(pe)
@@ -134,7 +140,16 @@ class Library:
             popularity[e].sort(key=lambda x: (-x[1], x[0]))
         return cls(cutoff, volatile, free, names, [frozenset(elements[m]) for m in names], sets,
                    {p: frozenset(v) for p, v in pre_elements.items()}, popularity, table.height, prob, pairs, used,
-                   set_recipes)
+                   set_recipes, {p: min(w, key=lambda x: (-w[x], x)) for p, w in spelt.items()},
+                   {p: frozenset(w) for p, w in spelt.items()})
+
+    def show(self, precursors: Iterable[str]) -> str:
+        """A set as the library's recipes write it: ``BaCO3 + TiO2``."""
+        return " + ".join(self.spelling.get(p, p) for p in precursors)
+
+    def naming(self, name: str) -> frozenset[str]:
+        """The precursors some library recipe writes as ``name`` (a target asked by name is no precursor of itself)."""
+        return frozenset(p for p, w in self.written.items() if name in w)
 
     # -- rules ------------------------------------------------------------------------------------
     def need(self, elements: Iterable[str]) -> frozenset[str]:
@@ -219,19 +234,25 @@ class Target:
     answers: frozenset[tuple[str, ...]]  # sets first recorded for it within the horizon
     known: bool  # recorded at or before the cutoff: its own sets then are not answers, nor proposed
     first_year: int  # its first DOI year
+    unseen: bool = False  # new, with a numeric composition no material recorded by the cutoff has (He et al.'s kind)
 
 
 def after(table: pl.DataFrame, cutoff: int, horizon: int) -> list[Target]:
     """He et al.'s test targets on a temporal split (issue #47): every material first recorded within
     (cutoff, cutoff + horizon] (by DOI year; undated recipes count neither way), answers every set
     recorded for it there; and every material recorded by the cutoff that gets a set within the
-    horizon it did not have by then, answers those new sets. Sorted by material."""
+    horizon it did not have by then, answers those new sets. Sorted by material. ``unseen``: a new
+    material whose composition (``composition``, where numeric) no material recorded by the cutoff
+    has under any name: He et al.'s test targets are all such (their split moves a reaction whose
+    target composition occurs earlier to the training part)."""
     dated = table.filter(pl.col("year") != NO_YEAR)
     before = dated.filter(pl.col("year") <= cutoff)
     within = dated.filter((pl.col("year") > cutoff) & (pl.col("year") <= cutoff + horizon))
     had: dict[str, set[tuple[str, ...]]] = {}
     for m, pres in before.select("material", "precursors").iter_rows():
         had.setdefault(m, set()).add(tuple(pres))
+    seen = set(before["composition"].drop_nulls())
+    composition = dict(within.select("material", "composition").drop_nulls().unique("material", keep="first").iter_rows())
     first = dict(dated.group_by("material").agg(pl.col("year").min()).iter_rows())
     found: dict[str, set[tuple[str, ...]]] = {}
     elements: dict[str, set[str]] = {}
@@ -240,4 +261,5 @@ def after(table: pl.DataFrame, cutoff: int, horizon: int) -> list[Target]:
         if key not in had.get(m, ()):
             found.setdefault(m, set()).add(key)
             elements.setdefault(m, set()).update(els)
-    return [Target(m, frozenset(elements[m]), frozenset(found[m]), m in had, int(first[m])) for m in sorted(found)]
+    return [Target(m, frozenset(elements[m]), frozenset(found[m]), m in had, int(first[m]),
+                   m not in had and m in composition and composition[m] not in seen) for m in sorted(found)]

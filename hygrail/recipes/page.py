@@ -48,7 +48,7 @@ from hygrail.recipes.library import Library
 from hygrail.recipes.ranker import Proposal, SetRanker
 
 log = logging.getLogger("hygrail.recipes")
-VERSION = "recipes-2"  # bump when a change alters the parsed table or the fitted ranker: cached ones then miss
+VERSION = "recipes-5"  # bump when a change alters the parsed table or the fitted ranker: cached ones then miss
 SIMILAR_SHOWN = 5  # similar recorded materials listed for a new composition
 
 
@@ -82,6 +82,20 @@ def resolve(lib: Library, value: str) -> Asked:
     return Asked(value, None, elements)
 
 
+def itself(lib: Library, a: Asked) -> frozenset[str]:
+    """The precursors that are the target itself (no synthesis of it): those written as its name, and its
+    composition's identity (``data.recipes.composition_formula``) when its name is a formula."""
+    from hygrail.data.recipes import composition_formula
+    from hygrail.discovery.compositions import parse
+
+    out = {a.name} | lib.naming(a.name) | ({a.material} | lib.naming(a.material) if a.material else set())
+    try:
+        out.add(composition_formula(dict(parse(a.name).amounts)))
+    except ValueError:  # a material's name that is no formula (``RBaCo2O5+ δ (R=Pr)``): its spellings suffice
+        pass
+    return frozenset(out)
+
+
 def evidence(lib: Library, asked: Asked, p: Proposal) -> dict:
     """The proposal's evidence (module docstring): ``text``, and the material, year and DOI it cites."""
     c = p.candidate
@@ -98,30 +112,31 @@ def evidence(lib: Library, asked: Asked, p: Proposal) -> dict:
             text += f"; also recorded for {others} more similar material{'s' * (others > 1)}" if others else ""
         else:
             change = s.change
-            parts = ([f"{', '.join(change.dropped)} dropped (foreign elements)"] if change.dropped else []) + \
-                    [f"{q} added for {e}" for e, q in change.added]
-            text = (f"adapted from {who}'s recorded set {' + '.join(s.recorded.precursors)} ({recipes}{when}, "
+            parts = ([f"{', '.join(map(lib.show, ([q] for q in change.dropped)))} dropped (foreign elements)"] if change.dropped else []) + \
+                    [f"{lib.show([q])} added for {e}" for e, q in change.added]
+            text = (f"adapted from {who}'s recorded set {lib.show(s.recorded.precursors)} ({recipes}{when}, "
                     f"doi:{s.recorded.doi}): {'; '.join(parts)}")
         return {"text": text, "material": s.material, "similarity": s.similarity, "year": s.recorded.year,
                 "doi": s.recorded.doi}
     parts = []
     for e, q in sorted(c.composed.choice.items()):
-        parts.append(f"{q} for {e} ({lib.probability(e, q):.0%} of {e} recipes, {c.local[e].get(q, 0.0):.0%} near it)")
+        parts.append(f"{lib.show([q])} for {e} ({lib.probability(e, q):.0%} of {e} recipes, {c.local[e].get(q, 0.0):.0%} near it)")
     return {"text": "composed: " + "; ".join(parts), "material": None, "similarity": None, "year": None, "doi": None}
 
 
 # -- caches ------------------------------------------------------------------------------------------
-def recipe_table(path: Path, cache: Path) -> tuple[pl.DataFrame, str, bool]:
-    """``data.recipes.recipe_table`` of ``path``, kept under ``cache`` by its path, size and
-    modification time: (the table, its cache key, whether it came from the cache)."""
+def recipe_table(path: Path, cache: Path, identity: str = "composition") -> tuple[pl.DataFrame, str, bool]:
+    """``data.recipes.recipe_table`` of ``path`` (precursors by ``identity``), kept under ``cache`` by its
+    path, size, modification time and ``identity``: (the table, its cache key, whether it came from the cache)."""
     from hygrail.cache import DiskCache, content_key
     from hygrail.data.recipes import recipe_table as read
 
     if not Path(path).is_file():
-        read(path)  # its one-line error
+        read(path, identity)  # its one-line error
     st = Path(path).stat()
-    key = content_key(VERSION, str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
-    folder, hit = DiskCache(cache).get_or_create(key, lambda tmp: read(path).write_parquet(tmp / "recipes.parquet"))
+    key = content_key(VERSION, str(Path(path).resolve()), st.st_size, st.st_mtime_ns, identity)
+    folder, hit = DiskCache(cache).get_or_create(
+        key, lambda tmp: read(path, identity).write_parquet(tmp / "recipes.parquet"))
     return pl.read_parquet(folder / "recipes.parquet"), key, hit
 
 
@@ -162,8 +177,8 @@ def sections(lib: Library, ranker: SetRanker, asked: Sequence[Asked], k: int) ->
     out = []
     for a in asked:
         t0 = time.perf_counter()
-        props = ranker.propose(lib, a.elements, k, avoid=frozenset({a.name, a.material} - {None}))
-        rows = [{"rank": p.rank, "precursors": " + ".join(p.precursors), "score": p.score} | evidence(lib, a, p)
+        props = ranker.propose(lib, a.elements, k, avoid=itself(lib, a))
+        rows = [{"rank": p.rank, "precursors": lib.show(p.precursors), "score": p.score} | evidence(lib, a, p)
                 for p in props]
         recorded = lib.sets[lib.index[a.material]] if a.material is not None else []
         near = [(lib.names[i], s, lib.sets[i][0]) for i, s in lib.similar(a.elements, SIMILAR_SHOWN + 1)
@@ -203,12 +218,12 @@ def markdown(lib: Library, facts: dict, secs: list[dict], k: int) -> str:
         if s["recorded"]:
             lines += ["", f"Recorded for {s['asked'].name}:", "", "| precursors | recipes | first year | DOI |",
                       "|---|---|---|---|"]
-            lines += [f"| {' + '.join(r.precursors)} | {r.recipes} | {r.year or 'unknown'} | https://doi.org/{r.doi} |"
+            lines += [f"| {lib.show(r.precursors)} | {r.recipes} | {r.year or 'unknown'} | https://doi.org/{r.doi} |"
                       for r in s["recorded"]]
         else:
             lines += ["", "Most similar recorded materials (Jaccard index of the element sets) and their most recorded set:",
                       "", "| material | similarity | set | first year | DOI |", "|---|---|---|---|---|"]
-            lines += [f"| {m} | {sim:.2f} | {' + '.join(r.precursors)} | {r.year or 'unknown'} | https://doi.org/{r.doi} |"
+            lines += [f"| {m} | {sim:.2f} | {lib.show(r.precursors)} | {r.year or 'unknown'} | https://doi.org/{r.doi} |"
                       for m, sim, r in s["near"]]
         lines.append("")
     return "\n".join(lines)
@@ -235,13 +250,13 @@ def to_html(lib: Library, facts: dict, secs: list[dict], k: int) -> str:
         if s["recorded"]:
             out.append(f"<p>Recorded for {esc(s['asked'].name)}:</p><table><tr><th>precursors</th><th>recipes</th>"
                        f"<th>first year</th><th>DOI</th></tr>")
-            out += [f"<tr><td class='set'>{esc(' + '.join(r.precursors))}</td><td>{r.recipes}</td>"
+            out += [f"<tr><td class='set'>{esc(lib.show(r.precursors))}</td><td>{r.recipes}</td>"
                     f"<td>{r.year or 'unknown'}</td><td>{doi_link(r.doi)}</td></tr>" for r in s["recorded"]]
         else:
             out.append("<p>Most similar recorded materials (Jaccard index of the element sets) and their most "
                        "recorded set:</p><table><tr><th>material</th><th>similarity</th><th>set</th><th>first year</th>"
                        "<th>DOI</th></tr>")
-            out += [f"<tr><td>{esc(m)}</td><td>{sim:.2f}</td><td class='set'>{esc(' + '.join(r.precursors))}</td>"
+            out += [f"<tr><td>{esc(m)}</td><td>{sim:.2f}</td><td class='set'>{esc(lib.show(r.precursors))}</td>"
                     f"<td>{r.year or 'unknown'}</td><td>{doi_link(r.doi)}</td></tr>" for m, sim, r in s["near"]]
         out.append("</table>")
     return "".join(out) + "</body></html>"
@@ -272,7 +287,7 @@ def main(cfg: DictConfig) -> dict:
     cache = Path(cfg.paths.cache) / "recipes"
     timer = {}
     t0 = time.perf_counter()
-    table, table_key, table_hit = recipe_table(data_path(str(cfg.data.path)), cache)
+    table, table_key, table_hit = recipe_table(data_path(str(cfg.data.path)), cache, d["identity"])
     timer["table"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     lib = Library.build(table, None, d["volatile"], d["free"])

@@ -9,7 +9,8 @@ discovery run's), the stack fit on the split's held-out transitions (cached too)
 scored over every precursor of the cut graph (``StackFit.pair_scorer``). A target first made after
 the cutoff is a node of the cut graph by its composition alone, as in the per-entity cold-start
 row. A material the recipe table tells apart by its variable's value (``RBaCo2O5+ δ (R=Pr)``)
-reads the row of its KG target (``RBaCo2O5+ δ``).
+reads the row of its KG target (``RBaCo2O5+ δ``). The KG names precursors as written; a precursor
+identity (``data.recipes``: its composition) scores as the best of its spellings (``per_identity``).
 """
 
 from __future__ import annotations
@@ -79,3 +80,9 @@ def stack_scores(cfg: DictConfig, cutoff: int, targets: Iterable[str]) -> tuple[
 def missing(scores: Mapping[str, Mapping[str, float]], targets: Iterable[str]) -> int:
     """How many of ``targets`` got no row (not a node of the cut graph)."""
     return sum(1 for t in set(targets) if t not in scores)
+
+
+def per_identity(row: Mapping[str, float], spellings: Mapping[str, Iterable[str]]) -> dict[str, float]:
+    """A target's row (written precursor -> probability) per precursor identity: the best of the ways the
+    recipes write it (``spellings``: identity -> written formulas), 0 when the graph has none of them."""
+    return {p: max((row.get(w, 0.0) for w in ws), default=0.0) for p, ws in spellings.items()}
