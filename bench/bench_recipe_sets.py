@@ -99,7 +99,8 @@ def main() -> None:
               f"(He et al.'s kind, 'unseen'); "
               f"{f['targets with more than one answer set']:,} have more than one answer set. Library: "
               f"{f['library recipes']:,} recipes of {f['library materials']:,} materials dated <= {cutoff}. "
-              f"Ceiling (an answer set obeying the rules, of library precursors): {f['ceiling']:.3f}. "
+              f"Ceiling (an answer set obeying the rules, of library precursors): {f['ceiling']:.3f}; the set "
+              f"ranker's candidates hold an answer for {f['ranker recall']:.3f}. "
               f"Ranker fit on {cutoff - d['window'] + 1}-{cutoff}: {f['ranker fit rows']:,} candidate sets, "
               f"{f['ranker fit positives']:,} recorded.\n")
         for which in ("all", "new", "known", "unseen"):

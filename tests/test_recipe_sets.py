@@ -257,6 +257,9 @@ def test_nothing_dated_after_the_cutoff_reaches_the_proposals(table):
                   SetRanker(neighbours=10, composed=10))
     assert [t.material for t in a.targets] == [t.material for t in b.targets]
     assert all(np.array_equal(a.success[k], b.success[k]) for k in a.success) and a.facts.keys() == b.facts.keys()
+    # any ordering of the ranker's candidates reaches at most their recall, and no row passes the ceiling
+    assert b.success["Set ranker"][:, -1].mean() <= b.facts["ranker recall"] <= b.facts["ceiling"]
+    assert b.facts["ranker recall"] > 0.5 and b.facts["ranker recall"] == a.facts["ranker recall"]
 
 
 def test_options_and_names_fail_in_one_line(table):

@@ -17,7 +17,9 @@ success indicators, mean ± SE. Undated recipes (ACS, APS, ECS DOIs) are neither
 answers.
 
 The ceiling (``ceiling``): a target can be met only if some answer set obeys the rules and uses
-precursors the library holds; the share of such targets bounds every row.
+precursors the library holds; the share of such targets bounds every row. The set ranker's
+candidates' recall (``recall``): the share of targets with an answer among its candidates, which
+bounds any reordering of them.
 """
 
 from __future__ import annotations
@@ -80,6 +82,13 @@ def evaluate(lib: Library, targets: Sequence[Target], rows: Mapping[str, Propose
     return out
 
 
+def recall(lib: Library, targets: Sequence[Target], ranker: SetRanker) -> float:
+    """The share of targets with an answer among the set ranker's candidates, at any rank: what any
+    ordering of its candidates could reach at most."""
+    return float(np.mean([any(c.precursors in t.answers for c in ranker.pool(lib, t.elements, own_sets(lib, t.material)))
+                          for t in targets])) if targets else float("nan")
+
+
 def ceiling(lib: Library, targets: Sequence[Target]) -> float:
     """The share of targets with an answer set that obeys the rules and uses library precursors only."""
     ok = [any(all(p in lib.precursor_elements for p in a) and lib.valid(a, t.elements) for a in t.answers)
@@ -106,6 +115,7 @@ def benchmark(table: pl.DataFrame, cutoff: int, horizon: int, volatile, free, ra
              "new targets with an unseen composition": sum(t.unseen for t in targets),
              "targets with more than one answer set": sum(len(t.answers) > 1 for t in targets),
              "answer years": f"{cutoff + 1}-{cutoff + horizon}", "ceiling": ceiling(lib, targets),
+             "ranker recall": recall(lib, targets, ranker),
              "ranker fit rows": ranker.fit_rows, "ranker fit positives": ranker.fit_positives,
              "ranker fit seconds": fit_seconds, "proposal seconds": time.perf_counter() - t0}
     return Cell(cutoff, targets, success, facts)
