@@ -249,7 +249,8 @@ def test_a_discovery_run_writes_the_new_composition_and_what_is_recorded(tmp_pat
         cfg = compose("config", overrides=overrides)
     known = kg.nodes_of_type("Target")[0]
     cfg.discover.entities = [kg.label(known), "Li2FeTiO4"]
-    from hygrail.discovery.run import discover, write_report
+    from hygrail.discovery.report import write_report
+    from hygrail.discovery.run import discover
 
     result = discover(cfg)
     out = write_report(result)

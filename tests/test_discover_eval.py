@@ -240,6 +240,7 @@ def tiny_run(tmp_path_factory):
     test hypothesis is reviewed (review_budget.test=null). Returns the config, the Discovery, the
     report folder, the logged messages and the pairs the reviewer says yes to."""
     import hygrail.discovery.run as run
+    from hygrail.discovery.report import write_report
     from hygrail.data import load_kg
     from hygrail.stages import build_split, plain
 
@@ -273,7 +274,7 @@ def tiny_run(tmp_path_factory):
             with pytest.MonkeyPatch.context() as mp:
                 mp.setattr(Reviewer, "metrics", slow_metrics)
                 result = run.discover(cfg)
-            out = run.write_report(result)
+            out = write_report(result)
     finally:
         logging.getLogger("hygrail.discovery").removeHandler(logged)
     return cfg, result, out, [r.getMessage() for r in logged.records], yes
@@ -323,6 +324,7 @@ def test_an_untrusted_reviewer_is_said_to_be_unused(tmp_path):
     import html
 
     import hygrail.discovery.run as run
+    from hygrail.discovery.report import write_report
     from hygrail.data import load_kg
     from hygrail.stages import build_split, plain
 
@@ -335,7 +337,7 @@ def test_an_untrusted_reviewer_is_said_to_be_unused(tmp_path):
             for s, t in zip(df["src"], df["dst"]):
                 server.script(_statement(known, s, t), Reply(ok_review("no", 0.9, "Unlikely.")))
         result = run.discover(cfg)
-        out = run.write_report(result)
+        out = write_report(result)
     said = "the reviewer was not trusted on validation: its verdicts were not used"
     assert result.metrics["gamma"] == float("inf") and result.metrics["discover_reviewed"] > 0
     assert result.summary["facts"]["gamma"].startswith(f"∞: {said}")
@@ -446,7 +448,7 @@ def test_cards_read_retrieval_settings_whatever_the_review_evidence():
     from omegaconf import OmegaConf
 
     from hygrail.data import CONF
-    from hygrail.discovery.run import card_evidence
+    from hygrail.discovery.ranked import card_evidence
 
     template = OmegaConf.to_container(OmegaConf.load(CONF / "evidence" / "template.yaml"))
     profile = OmegaConf.to_container(OmegaConf.load(CONF / "evidence" / "profile.yaml"))

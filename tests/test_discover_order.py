@@ -108,8 +108,10 @@ def both_orders(tmp_path_factory):
     to every other candidate; first under ``paper`` (which finds that candidate), then ``reviewed``
     (GNN and replies cached). Returns {order: (Discovery, report folder, what review() and
     like_reviewed saw)} and the candidate."""
+    import hygrail.discovery.reviewing as reviewing
     import hygrail.discovery.run as run
     from hygrail.data import load_kg
+    from hygrail.discovery.report import write_report
     from hygrail.stages import build_split, plain
 
     tmp = tmp_path_factory.mktemp("orders")
@@ -128,7 +130,7 @@ def both_orders(tmp_path_factory):
         head = None
         for order in ("paper", "reviewed"):
             seen = {"picks": []}
-            real_review, real_like = run.review, run.like_reviewed
+            real_review, real_like = run.review, reviewing.like_reviewed
 
             def spy_review(cfg, d, split, triage, routed, gnn, graph, seen=seen):
                 seen |= {"triage": triage, "reviewed_scores": gnn.probability(routed.score)}
@@ -138,12 +140,12 @@ def both_orders(tmp_path_factory):
                 seen["picks"].append(real_like(*args, **kw))
                 return seen["picks"][-1]
 
-            run.review, run.like_reviewed = spy_review, spy_like
+            run.review, reviewing.like_reviewed = spy_review, spy_like
             try:
                 result = run.discover(_cfg(tmp, *common, f"discover.order={order}", url=server.base_url))
-                folder = run.write_report(result)
+                folder = write_report(result)
             finally:
-                run.review, run.like_reviewed = real_review, real_like
+                run.review, reviewing.like_reviewed = real_review, real_like
             out[order] = (result, folder, seen)
             if head is None:  # the GNN's best candidate: from now on the reviewer says no to it
                 row = result.table.filter(pl.col("gnn_rank") == 1).row(0, named=True)

@@ -16,7 +16,8 @@ from hygrail.baselines import structural
 from hygrail.data.split import temporal_split
 from hygrail.discovery import entities
 from hygrail.discovery.cards import COLUMNS
-from hygrail.discovery.run import discover, write_report
+from hygrail.discovery.report import write_report
+from hygrail.discovery.run import discover
 from hygrail.discovery.scoring import GNNBlocks, walk
 from hygrail.discovery.space import Block, CandidateSpace, ranking
 from hygrail.kg import KG, DataError, Relation, Schema
@@ -404,7 +405,8 @@ def test_a_sample_keeps_the_named_entities_and_their_neighbours():
     from omegaconf import OmegaConf
 
     from hygrail.data import data_config, load_kg
-    from hygrail.discovery.run import graph_named, sample_keep
+    from hygrail.discovery.report import graph_named
+    from hygrail.discovery.run import sample_keep
 
     whole = load_kg(data_config(scale=0.5))
     plain = load_kg(data_config(scale=0.5, subgraph_nodes=300), cutoff=2020)

@@ -221,7 +221,7 @@ def test_reviews_that_fell_back_are_named_beside_the_method(tmp_path):
 def test_discovery_sets_gamma_on_validation_hypotheses_where_the_reviewed_candidates_lie():
     """Item 7: discovery reviews the best-scored band candidates (near b*), so gamma is chosen on the
     routed validation hypotheses nearest their score range, not on those nearest the GNN threshold."""
-    from hygrail.discovery.run import like_reviewed
+    from hygrail.discovery.reviewing import like_reviewed
 
     scores = np.array([0.05, 0.31, 0.35, 0.52, 0.58, 0.61, 0.64, 0.66, 0.69, 0.72, 0.95])
     routed = (scores > 0.2) & (scores < 0.9)  # the band: indices 1..9

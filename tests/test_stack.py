@@ -262,10 +262,10 @@ def test_error_analysis_reads_a_cell(small_run, tmp_path):
     from dataclasses import replace
     from pathlib import Path
 
-    import hygrail.discovery.run as run
+    from hygrail.discovery.report import write_report
 
     _, result = small_run
-    folder = run.write_report(replace(result, out=tmp_path / "cell"))
+    folder = write_report(replace(result, out=tmp_path / "cell"))
     script = Path(__file__).resolve().parents[1] / "bench" / "error_analysis.py"
     done = subprocess.run([sys.executable, str(script), str(folder)], capture_output=True, text=True, check=True)
     answers = result.retro.answers.drop_nulls("place GNN")
@@ -281,6 +281,7 @@ def test_a_first_answer_comes_before_the_gnn_and_the_page_is_rewritten_after(tmp
     stack without the GNN's lists, before the GNN trains; then rewritten with the entity_ranker's; a
     second run (model cached) writes no first answer."""
     import hygrail.discovery.run as run
+    from hygrail.discovery.report import write_report
     from test_discover import _cfg
 
     cfg = _cfg(tmp_path, "discover.entities_only=true", "discover.first_answer=true",
@@ -306,7 +307,7 @@ def test_a_first_answer_comes_before_the_gnn_and_the_page_is_rewritten_after(tmp
     assert "Stack without GNN ranking" in first and "| GNN rank |" not in first and "| Stack without GNN score |" in first
     assert "first answer (the stack without the GNN" in capsys.readouterr().out
     assert result.entities.lists[0].ranker == "Stack (trees + GNN)" and "first_answer_seconds" not in result.metrics
-    final = (run.write_report(result) / "hypotheses.md").read_text()
+    final = (write_report(result) / "hypotheses.md").read_text()
     assert "First answer" not in final and "Stack (trees + GNN) ranking" in final
     seen.clear()
     run.discover(cfg)

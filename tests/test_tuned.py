@@ -214,7 +214,8 @@ def test_a_retrospective_reviews_the_stacks_heads_against_its_own_order(tiny_bas
     from hydra import compose, initialize_config_dir
 
     from conftest import CONF
-    from hygrail.discovery.run import discover, write_report
+    from hygrail.discovery.report import write_report
+    from hygrail.discovery.run import discover
     from test_discover import SMALL
 
     with initialize_config_dir(str(CONF), version_base="1.3"):

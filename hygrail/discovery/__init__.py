@@ -2,12 +2,13 @@
 
 The trained triage GNN scores every unobserved typed pair of the relation (``space``: the
 candidate space walked in blocks, ``scoring``: exact or two-stage scoring, TSH and preferential
-attachment), the band's routed head is reviewed by the LLM with graph evidence (the reviewing
-stage of ``task=run``), and ``cards`` writes the ranked table, an offline HTML report and a
-Markdown version. With ``discover.cutoff`` the graph is cut at a year and ``retro`` scores the
-rankings against the edges found after it (Science4Cast's grid of horizons, degrees and counts);
-``novelty`` says whether a list finds anything beyond the hubs, ``trust`` what the page tells a
-reader about how far to trust it. ``run`` composes them.
+attachment), the band's routed head is reviewed by the LLM with graph evidence (``reviewing``, the
+reviewing stage of ``task=run``), ``ranked`` orders the table and builds each row's card, and
+``cards`` renders it as an offline HTML report and a Markdown version (``report`` writes the folder
+and the MLflow run). With ``discover.cutoff`` the graph is cut at a year and ``rankings`` scores
+every ranking against the edges found after it on ``retro``'s grid (Science4Cast's horizons, degrees
+and counts); ``novelty`` says whether a list finds anything beyond the hubs, ``trust`` what the page
+tells a reader about how far to trust it. ``run`` composes them.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ with ``discover.top_k=20`` (13.9 s with the default 1,000, whose evidence cards 
 to prepare (generate the KG, split it, load the model and encode the graph) and 3.0 s to score all
 275,508 candidates. The query itself is far inside a 10 s budget; the run around it is not (13.3 s),
 nearly all of that the preparation every discovery run pays. Each list's first
-``discover.entity_cards`` (default 5) also get the ranked table's evidence cards (``run.entity_cards``)
+``discover.entity_cards`` (default 5) also get the ranked table's evidence cards (``ranked.entity_cards``)
 and every row its verdict as the ranked table decides it: one evidence retrieval per card, the cost
 the option bounds.
 

@@ -260,9 +260,9 @@ class Retrospective:
     # method -> each answer's place in its list at the headline, as a fraction (0 = first, ties at their
     # group's middle; NaN: not a headline answer), in the order of the answers given: its mean over the
     # answers is 1 - AUC up to the answers' order among themselves, so a subset's mean says where a method
-    # loses AUC (``run.answers_table``)
+    # loses AUC (``rankings.answers_table``)
     places: dict = field(default_factory=dict)
-    answers: pl.DataFrame | None = None  # one row per answer with its ``places`` (``run.answers_table``)
+    answers: pl.DataFrame | None = None  # one row per answer with its ``places`` (``rankings.answers_table``)
     margins: pl.DataFrame | None = None  # each method against the best other ranking, paired (``margins``)
 
     def headline_rows(self) -> pl.DataFrame:

@@ -5,7 +5,7 @@
   routed hypotheses by the LLM at γ, routed ones beyond the review budget by the GNN-only
   threshold), and per region the share of accepted test hypotheses that are true links. The test
   hypotheses the LLM reviews (``discover.review_budget.test``) are picked as discovery picks its
-  validation reviews (``run.like_reviewed``: GNN scores nearest the reviewed candidates'), so the
+  validation reviews (``reviewing.like_reviewed``: GNN scores nearest the reviewed candidates'), so the
   reviewed region's precision speaks for the slice of the band the candidates come from. These are
   precisions at the split's class ratio (1 positive per ``split.neg_ratio`` sampled negatives);
   among the candidates true links are far rarer, so the same decisions are less precise there.
