@@ -14,7 +14,7 @@ from hydra import compose, initialize_config_dir
 from conftest import CONF, named_kg
 from hygrail.baselines import structural
 from hygrail.data.split import temporal_split
-from hygrail.discovery import entities
+from hygrail.discovery import entities, entity_page
 from hygrail.discovery.cards import COLUMNS
 from hygrail.discovery.report import write_report
 from hygrail.discovery.run import discover
@@ -88,7 +88,7 @@ def test_names_resolve_or_fail_in_one_line():
     assert (target.node, target.node_type, target.also, target.also_type) == (0, "Target", (2,), "Precursor")
     table = pl.DataFrame({"rank": [1], "partner": ["TiO2"], "id": [3], "score": [0.5], "region": ["routed"],
                           "future_year": pl.Series([None], dtype=pl.Int32)})
-    page = entities.markdown(entities.EntityReport([entities.EntityList(target, table, 1, 0.0)], {"Target": "Precursor"}))
+    page = entity_page.markdown(entities.EntityReport([entities.EntityList(target, table, 1, 0.0)], {"Target": "Precursor"}))
     assert "'BaTiO3' also names Precursor id 2: write 'Precursor:BaTiO3' (or its id) for that one's list)" in page
     (precursor,) = entities.resolve(space, ["Precursor:batio3"])
     assert (precursor.node, precursor.node_type, precursor.also) == (2, "Precursor", ())
@@ -209,9 +209,9 @@ def test_a_disease_is_never_offered_what_it_or_its_twin_already_implies():
     assert (got.candidates, got.on_twins, got.implied_by_twins) == (3, 1, 1)  # the root: excluded already
     report = entities.EntityReport([got], {"Disease": "Phenotype"})
     assert ("Disease 'Marfan syndrome (OMIM:154700)' (id 0): its best 3 of 3 candidates (GNN ranking, "
-            in entities.markdown(report))
+            in entity_page.markdown(report))
     assert "left out as known: 1 annotated on its twin (id 1), 1 implied by those (their ancestors))" in \
-        entities.markdown(report)
+        entity_page.markdown(report)
     # the ORPHA twin is not offered the OMIM twin's Arachnodactyly nor Abnormality of the skeleton
     other = set(entities.rank_entity(space, _ByDegree(kg), Band(0.2, 0.6, True, True), orpha, 10, 0).table["partner"])
     assert not other & {"Arachnodactyly", "Abnormality of the skeleton", "Phenotypic abnormality",

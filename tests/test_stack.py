@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 import scipy.sparse as sp
 
-from hygrail.discovery import entities, stack
+from hygrail.discovery import entities, entity_page, stack
 from hygrail.discovery.space import CandidateSpace, ranking
 from hygrail.kg import KG, DataError, Relation, Schema
 
@@ -114,7 +114,7 @@ def test_the_stack_ranks_the_whole_space_and_each_entity(small_run):
     # the named entity's list is the stack's (discover.entity_ranker), its page section says so
     (e,) = result.entities.lists
     assert e.ranker == "Stack (trees + GNN)" and {"gnn_score", "gnn_rank"} <= set(e.table.columns)
-    md = entities.markdown(result.entities)
+    md = entity_page.markdown(result.entities)
     assert f"### {e.entity}: its best 5 of {e.candidates:,} candidates (Stack (trees + GNN) ranking" in md
     assert "| Stack (trees + GNN) score | GNN score | GNN rank | GNN region |" in md
     # the error analysis' inputs: each answer's place in every list (1 - its mean is the AUC up to the

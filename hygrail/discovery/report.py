@@ -16,6 +16,7 @@ import polars as pl
 
 from hygrail.discovery import entities
 from hygrail.discovery.cards import write_html, write_markdown, write_table
+from hygrail.discovery.entity_page import add_to_report
 from hygrail.discovery.rankings import METHODS
 from hygrail.discovery.retro import Retrospective
 from hygrail.discovery.scoring import GNNBlocks
@@ -179,7 +180,7 @@ def write_report(result: Discovery) -> Path:
     write_markdown(result.table, result.summary, result.retro, out)
     write_html(result.table, result.summary, result.retro, figure, out)
     if result.entities is not None:
-        entities.add_to_report(result.entities, out)
+        add_to_report(result.entities, out)
     if result.lists is not None:
         result.lists.write_parquet(out / "entity_lists.parquet")
     (out / "metrics.json").write_text(json.dumps(result.metrics, indent=1, default=float))
