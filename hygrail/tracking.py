@@ -139,11 +139,19 @@ EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
 
 
 def experiment_id(mlflow, t: Mapping) -> str:
+    from mlflow.exceptions import MlflowException
+
     exp = mlflow.get_experiment_by_name(t["experiment"])
     if exp is None:
         # A server picks the artifact location itself (its --artifacts-destination).
         where = None if remote(t["uri"]) else (Path(t["artifacts"]) / t["experiment"]).resolve().as_uri()
-        return mlflow.create_experiment(t["experiment"], artifact_location=where, tags=EXPERIMENT_KIND)
+        try:
+            return mlflow.create_experiment(t["experiment"], artifact_location=where, tags=EXPERIMENT_KIND)
+        except MlflowException as e:
+            # parallel cells on a tracking server (no file lock there): another one made it between the two calls
+            if e.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+            exp = mlflow.get_experiment_by_name(t["experiment"])
     if exp.tags.get("mlflow.experimentKind") is None:  # made by an earlier version
         mlflow.MlflowClient().set_experiment_tag(exp.experiment_id, *next(iter(EXPERIMENT_KIND.items())))
     return exp.experiment_id

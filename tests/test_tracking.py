@@ -111,3 +111,28 @@ def test_a_cell_run_is_live_and_lightning_writes_curves_into_it(tmp_path, monkey
     blobs = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
     for secret in (b"sk-planted-in-env", b"hunter2-pw", b"tok-0123456789"):
         assert secret not in blobs
+
+
+def test_an_experiment_another_cell_created_first_is_used_not_a_failure(tmp_path, monkeypatch):
+    """Parallel cells on a tracking server have no file lock: both may find no experiment and both
+    create it; the second one's RESOURCE_ALREADY_EXISTS means "use it" (seen in test_cluster's
+    multirun). Here the other cell is played by creating the experiment inside the first lookup."""
+    from mlflow.exceptions import MlflowException
+
+    t = {"uri": f"sqlite:///{tmp_path / 'm.db'}", "experiment": "raced", "artifacts": str(tmp_path / "art")}
+    mlflow.set_tracking_uri(t["uri"])
+    real = mlflow.get_experiment_by_name
+    calls = []
+
+    def looked_up_before_the_other_cell_created_it(name):
+        calls.append(name)
+        if len(calls) == 1:
+            mlflow.create_experiment(name)  # the other cell, between our lookup and our create
+            return None
+        return real(name)
+
+    monkeypatch.setattr(mlflow, "get_experiment_by_name", looked_up_before_the_other_cell_created_it)
+    assert tracking.experiment_id(mlflow, t) == real("raced").experiment_id and len(calls) == 2
+    monkeypatch.setattr(mlflow, "get_experiment_by_name", lambda name: None)
+    with pytest.raises(MlflowException, match="name"):  # any other failure still fails: here an empty name
+        tracking.experiment_id(mlflow, t | {"experiment": ""})
