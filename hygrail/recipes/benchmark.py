@@ -18,8 +18,8 @@ answers.
 
 The ceiling (``ceiling``): a target can be met only if some answer set obeys the rules and uses
 precursors the library holds; the share of such targets bounds every row. The set ranker's
-candidates' recall (``recall``): the share of targets with an answer among its candidates, which
-bounds any reordering of them.
+candidates' recall (``evaluate``'s ``reach``): the share of targets with an answer among its
+candidates, which bounds any reordering of them.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def proposers(ranker: SetRanker, scores: Mapping[str, Mapping[str, float]] | Non
     """The rows: the set ranker, He et al., per-element popularity and, given ``scores`` (material ->
     precursor -> probability), those scores composed (a material without a row gets no set)."""
     rows: dict[str, Proposer] = {
-        RANKER: lambda lib, t, k, ex: [p.precursors for p in ranker.propose(lib, t.elements, k, ex)],
+        RANKER: lambda lib, t, k, ex: [p.precursors for p in ranker.ranked(lib, t.elements, ex)],  # all: ``reach``
         "He et al. (element similarity)": lambda lib, t, k, ex: baselines.he_et_al(lib, t.elements, k, ex),
         "Per-element popularity": lambda lib, t, k, ex: baselines.popularity(lib, t.elements, k, ex),
     }
@@ -71,22 +71,22 @@ def proposers(ranker: SetRanker, scores: Mapping[str, Mapping[str, float]] | Non
     return rows
 
 
-def evaluate(lib: Library, targets: Sequence[Target], rows: Mapping[str, Proposer], ks: Sequence[int] = KS) -> dict[str, np.ndarray]:
-    """Per row, the targets x ks matrix of top-k exact-match success."""
+def evaluate(lib: Library, targets: Sequence[Target], rows: Mapping[str, Proposer], ks: Sequence[int] = KS,
+             reach: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Per row, the targets x ks matrix of top-k exact-match success; ``reach``, if given, gets per row
+    whether an answer is anywhere in what it returned (the set ranker returns every candidate, so for
+    it that is its candidates' recall: what any ordering of them could reach at most)."""
     out = {name: np.zeros((len(targets), len(ks)), dtype=bool) for name in rows}
+    anywhere = {name: np.zeros(len(targets), dtype=bool) for name in rows}
     for i, t in enumerate(targets):
         exclude = own_sets(lib, t.material)
         for name, propose in rows.items():
             sets = propose(lib, t, max(ks), exclude)
             out[name][i] = [any(s in t.answers for s in sets[:k]) for k in ks]
+            anywhere[name][i] = any(s in t.answers for s in sets)
+    if reach is not None:
+        reach.update(anywhere)
     return out
-
-
-def recall(lib: Library, targets: Sequence[Target], ranker: SetRanker) -> float:
-    """The share of targets with an answer among the set ranker's candidates, at any rank: what any
-    ordering of its candidates could reach at most."""
-    return float(np.mean([any(c.precursors in t.answers for c in ranker.pool(lib, t.elements, own_sets(lib, t.material)))
-                          for t in targets])) if targets else float("nan")
 
 
 def ceiling(lib: Library, targets: Sequence[Target]) -> float:
@@ -108,14 +108,15 @@ def benchmark(table: pl.DataFrame, cutoff: int, horizon: int, volatile, free, ra
     lib = Library.build(before, cutoff, volatile, free)
     targets = after(table, cutoff, horizon)
     t0 = time.perf_counter()
-    success = evaluate(lib, targets, proposers(ranker, scores), ks)
+    reach: dict[str, np.ndarray] = {}
+    success = evaluate(lib, targets, proposers(ranker, scores), ks, reach)
     known = np.array([t.known for t in targets])
     facts = {"library recipes": lib.recipes, "library materials": len(lib.names), "targets": len(targets),
              "new targets": int((~known).sum()), "known targets with a new set": int(known.sum()),
              "new targets with an unseen composition": sum(t.unseen for t in targets),
              "targets with more than one answer set": sum(len(t.answers) > 1 for t in targets),
              "answer years": f"{cutoff + 1}-{cutoff + horizon}", "ceiling": ceiling(lib, targets),
-             "ranker recall": recall(lib, targets, ranker),
+             "ranker recall": float(reach[RANKER].mean()) if targets else float("nan"),
              "ranker fit rows": ranker.fit_rows, "ranker fit positives": ranker.fit_positives,
              "ranker fit seconds": fit_seconds, "proposal seconds": time.perf_counter() - t0}
     return Cell(cutoff, targets, success, facts)

@@ -45,7 +45,8 @@ Where the numbers come from: ``neighbours`` = 30, ``window`` = 3 (the benchmark'
 development cutoff 2006 (answers 2007-2009), which neither reported cutoff's test window overlaps:
 top-5 0.764 -> 0.777 with ``oxide_for_no_o`` (2,584 targets); pooling three fit windows, sharper
 neighbour weights, recent-years popularity and the target's size moved it by at most 0.005 and were
-left out; a rarity-weighted Jaccard similarity and a bigger pool (100 composed, 16 per element) lowered it. experiments/recipes_sets.md reports how the ranker does.
+left out; a rarity-weighted Jaccard similarity and a bigger pool (100 composed, 16 per element)
+lowered it. experiments/recipes_sets.md reports how the ranker does.
 """
 
 from __future__ import annotations
@@ -222,16 +223,21 @@ class SetRanker:
         self.fit_rows, self.fit_positives, self.fit_targets = len(y), int(y.sum()), len(targets)
         return self
 
-    def propose(self, lib: Library, elements: frozenset[str], k: int, exclude: frozenset = frozenset(),
-                avoid: frozenset[str] = frozenset()) -> list[Proposal]:
-        """The ``k`` best sets for a material of ``elements``, less the sets in ``exclude`` and those
-        holding a precursor named in ``avoid`` (the page's target itself: no synthesis of it)."""
+    def ranked(self, lib: Library, elements: frozenset[str], exclude: frozenset = frozenset(),
+               avoid: frozenset[str] = frozenset()) -> list[Proposal]:
+        """Every candidate set for a material of ``elements``, best first, less the sets in ``exclude``
+        and those holding a precursor named in ``avoid`` (the page's target itself: no synthesis of it)."""
         pool = [c for c in self.pool(lib, elements, exclude) if not avoid & set(c.precursors)]
         if not pool:
             return []
         score = self.model.decision_function(np.vstack([c.features for c in pool]))
-        order = sorted(range(len(pool)), key=lambda j: (-score[j], pool[j].precursors))[:k]
+        order = sorted(range(len(pool)), key=lambda j: (-score[j], pool[j].precursors))
         return [Proposal(r + 1, pool[j].precursors, float(score[j]), pool[j]) for r, j in enumerate(order)]
+
+    def propose(self, lib: Library, elements: frozenset[str], k: int, exclude: frozenset = frozenset(),
+                avoid: frozenset[str] = frozenset()) -> list[Proposal]:
+        """The ``k`` best of ``ranked``."""
+        return self.ranked(lib, elements, exclude, avoid)[:k]
 
 
 def own_sets(lib: Library, material: str) -> frozenset[tuple[str, ...]]:
