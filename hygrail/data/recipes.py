@@ -46,10 +46,10 @@ how the recipe wrote it, the DOI and its year (``doi_years``). A precursor's ide
 (``collect_targets_in_reactions`` in their ``recommendation_utils.py`` keys precursors by the formula
 of their composition): the summed composition written as whole numbers (``composition_formula``), so
 ``Li2CO3(3N)``, ``CO3Li2`` and ``Li2CO3`` are one precursor, and ``NH4H2PO4`` has one identity for its
-eight spellings (2,056 written formulas, 1,807 identities); where an amount is no number (``1-x``) the
+eight spellings (2,056 written formulas, 1,810 identities); where an amount is no number (``1-x``) the
 written formula is the identity. ``identity="formula"`` keeps the written formulas (the benchmark's
-first protocol, experiments/recipes_sets.md). The dataset expands a target with a variable (``RBaCo2O5+δ``, R one
-of nine rare earths) into one recipe per value and records the value in
+first protocol, experiments/recipes_sets.md). The dataset expands a target with a variable (``RBaCo2O5+δ``,
+R one of nine rare earths) into one recipe per value and records the value in
 ``reaction.element_substitution``; the material is then the formula with its values
 (``RBaCo2O5+ δ (R=Pr)``) and its elements hold the value only (the KG's Target-Element edges hold
 all nine). A dopant the dataset lists under ``target.additives`` (``Ca2SnO4:Eu3+``: Eu) is an
@@ -190,12 +190,13 @@ def load_recipes(path: Path, schema: Schema) -> KG:
 
 
 RECIPE_COLUMNS = {"recipe": pl.Int64, "target": pl.String, "material": pl.String, "composition": pl.String,
-                  "elements": pl.List(pl.String),
-                  "precursors": pl.List(pl.String), "precursor_elements": pl.List(pl.List(pl.String)),
+                  "elements": pl.List(pl.String), "precursors": pl.List(pl.String),
+                  "precursor_elements": pl.List(pl.List(pl.String)),
                   "spellings": pl.List(pl.String), "doi": pl.String, "year": pl.Int32}
 IDENTITIES = ("composition", "formula")
-# Pauling electronegativities: the element order of a composition's formula, as pymatgen writes it (He et al.'s
-# keys are pymatgen formulas); an element without a value (the noble gases but Kr, Xe) goes last.
+# Pauling electronegativities (rounded; estimates for some lanthanides and actinides): the element order of
+# an identity's formula, after pymatgen's (He et al.'s keys are pymatgen formulas). The order only names the
+# identity: which formulas share one depends on the amounts alone. An element without a value goes last.
 ELECTRONEGATIVITY = dict(zip(
     "H Li Be B C N O F Na Mg Al Si P S Cl K Ca Sc Ti V Cr Mn Fe Co Ni Cu Zn Ga Ge As Se Br Kr Rb Sr Y Zr Nb Mo Tc Ru Rh "
     "Pd Ag Cd In Sn Sb Te I Xe Cs Ba La Ce Pr Nd Pm Sm Eu Gd Tb Dy Ho Er Tm Yb Lu Hf Ta W Re Os Ir Pt Au Hg Tl Pb Bi Po "
@@ -205,7 +206,13 @@ ELECTRONEGATIVITY = dict(zip(
      2.16, 1.90, 2.20, 2.28, 2.20, 1.93, 1.69, 1.78, 1.96, 2.05, 2.10, 2.66, 2.60, 0.79, 0.89, 1.10, 1.12, 1.13, 1.14,
      1.13, 1.17, 1.20, 1.20, 1.10, 1.22, 1.23, 1.24, 1.25, 1.10, 1.27, 1.30, 1.50, 2.36, 1.90, 2.20, 2.20, 2.28, 2.54,
      2.00, 1.62, 2.33, 2.02, 2.00, 2.20, 2.20, 0.70, 0.90, 1.10, 1.30, 1.50, 1.38, 1.36, 1.28, 1.13, 1.28, 1.30, 1.30,
-     1.30, 1.30, 1.30, 1.30, 1.30)))
+     1.30, 1.30, 1.30, 1.30, 1.30), strict=True))
+
+
+def check_identity(identity) -> None:
+    """One line when ``recipes.identity`` names no identity of ``IDENTITIES``."""
+    if identity not in IDENTITIES:
+        raise DataError(f"recipes.identity={identity!r}: expected one of {', '.join(IDENTITIES)}")
 
 
 def composition_formula(amounts: dict[str, float]) -> str:
@@ -246,11 +253,11 @@ def recipe_table(path: Path, identity: str = "composition") -> pl.DataFrame:
     """One row per recipe of the file (module docstring: "Recipes one by one"), ``RECIPE_COLUMNS``;
     ``recipe`` is the 1-based index into ``reactions``, as in the loader's errors; ``year`` NO_YEAR
     where the DOI carries none; ``composition`` the material's ``composition_formula`` (None where an
-    amount is no number; a dopant under ``additives`` is not in it); ``precursors`` the distinct identities (``identity``: "composition",
-    He et al.'s, or "formula", the written formula), ``spellings`` the formula each was written as in
-    this recipe (the alphabetically first where two share an identity). Errors as ``load_recipes``'s."""
-    if identity not in IDENTITIES:
-        raise DataError(f"recipes.identity={identity!r}: expected one of {', '.join(IDENTITIES)}")
+    amount is no number; a dopant under ``additives`` is not in it); ``precursors`` the distinct
+    identities (``identity``: "composition", He et al.'s, or "formula", the written formula),
+    ``spellings`` the formula each was written as in this recipe (the alphabetically first where two
+    share an identity). Errors as ``load_recipes``'s."""
+    check_identity(identity)
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file not found; put the solid-state dataset (solid-state_dataset_2019-12-03.json.xz "
@@ -276,8 +283,9 @@ def recipe_table(path: Path, identity: str = "composition") -> pl.DataFrame:
             spelt[key] = min(spelt.get(key, written), written)
         names = sorted(precursors)
         doi = r.get("doi")
-        rows.append((i, target, material, _composition(r["target"], sub), sorted(elements | set(added)), names, [sorted(precursors[n]) for n in names],
-                     [spelt[n] for n in names], doi.strip() if isinstance(doi, str) else ""))
+        rows.append((i, target, material, _composition(r["target"], sub), sorted(elements | set(added)), names,
+                     [sorted(precursors[n]) for n in names], [spelt[n] for n in names],
+                     doi.strip() if isinstance(doi, str) else ""))
     if not rows:
         raise DataError(f"{path}: reactions is empty; expected at least one recipe")
     table = pl.DataFrame(rows, schema={k: v for k, v in RECIPE_COLUMNS.items() if k != "year"}, orient="row")

@@ -32,7 +32,7 @@ COUNTS = {"sets": 1, "neighbours": 1, "composed": 1, "window": 1}  # option -> l
 
 def options(d: Mapping) -> dict:
     """``recipes.*`` checked, with one-line errors naming the option and what was expected."""
-    from hygrail.data.recipes import ELEMENTS, IDENTITIES
+    from hygrail.data.recipes import ELEMENTS, check_identity
 
     d = dict(d)
     for key in ELEMENT_LISTS:
@@ -46,8 +46,7 @@ def options(d: Mapping) -> dict:
         v = d.get(key)
         if not isinstance(v, int) or isinstance(v, bool) or v < least:
             raise DataError(f"recipes.{key}={v!r}: expected an integer >= {least}")
-    if d.get("identity") not in IDENTITIES:
-        raise DataError(f"recipes.identity={d.get('identity')!r}: expected one of {', '.join(IDENTITIES)}")
+    check_identity(d.get("identity"))
     targets = d.get("targets")
     if not isinstance(targets, (list, tuple)) or not all(isinstance(t, (str, int)) and str(t).strip() for t in targets):
         raise DataError(f"recipes.targets={targets!r}: expected a list of materials (names or formulas), "

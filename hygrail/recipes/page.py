@@ -112,15 +112,16 @@ def evidence(lib: Library, asked: Asked, p: Proposal) -> dict:
             text += f"; also recorded for {others} more similar material{'s' * (others > 1)}" if others else ""
         else:
             change = s.change
-            parts = ([f"{', '.join(map(lib.show, ([q] for q in change.dropped)))} dropped (foreign elements)"] if change.dropped else []) + \
-                    [f"{lib.show([q])} added for {e}" for e, q in change.added]
+            parts = ([f"{', '.join(lib.show([q]) for q in change.dropped)} dropped (foreign elements)"]
+                     if change.dropped else []) + [f"{lib.show([q])} added for {e}" for e, q in change.added]
             text = (f"adapted from {who}'s recorded set {lib.show(s.recorded.precursors)} ({recipes}{when}, "
                     f"doi:{s.recorded.doi}): {'; '.join(parts)}")
         return {"text": text, "material": s.material, "similarity": s.similarity, "year": s.recorded.year,
                 "doi": s.recorded.doi}
     parts = []
     for e, q in sorted(c.composed.choice.items()):
-        parts.append(f"{lib.show([q])} for {e} ({lib.probability(e, q):.0%} of {e} recipes, {c.local[e].get(q, 0.0):.0%} near it)")
+        parts.append(f"{lib.show([q])} for {e} ({lib.probability(e, q):.0%} of {e} recipes, "
+                     f"{c.local[e].get(q, 0.0):.0%} near it)")
     return {"text": "composed: " + "; ".join(parts), "material": None, "similarity": None, "year": None, "doi": None}
 
 
