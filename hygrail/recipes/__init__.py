@@ -14,6 +14,7 @@ one by one (task=discover's per-entity lists) answers neither. The rooms:
 - ``baselines``: He et al.'s method re-implemented, per-element popularity, a per-precursor model
   composed into sets;
 - ``benchmark``: He et al.'s top-k exact-match success on a temporal split, paired differences;
+- ``he_split``: the same rows on He et al.'s own train/test split, replayed on this table;
 - ``scores``: the stacked ranker's per-precursor scores at a cutoff (the benchmark's "stack" row);
 - ``page``: ``task=recipes``, the page a chemist reads (``make discover DATA=synthesis_recipes``).
 
