@@ -156,7 +156,7 @@ bench: $(VENV)/.installed ## benchmarks: data layer, triage speed, evidence, rev
 bench-context: $(VENV)/.model ## the embedded judge's HPO band AUC per evidence context, the same pairs (N=150 VARIANTS=none,full; ~10 s/review)
 	$(PYTHON) bench/bench_context.py --n $(or $(N),150) --variants $(or $(VARIANTS),none,full) $(ARGS)
 
-bench-sets: $(VENV)/.installed ## He et al.'s precursor-set benchmark on the whole recipes, cutoffs 2010 and 2014 (ARGS=--no-stack: without the GNN); experiments/recipes_sets.md
+bench-sets: $(VENV)/.installed ## He et al.'s precursor-set benchmark on the whole recipes, cutoffs 2010 and 2014, then their own split replayed (ARGS=--no-stack: without the GNN; ARGS="--split he": that split only); experiments/recipes_sets.md
 	$(PYTHON) bench/bench_recipe_sets.py $(ARGS)
 
 bench-retro: $(VENV)/.installed ## whole-graph retrospective cells: wall time and peak RSS against <= 30 min, <= 4 GB (CELLS=hpo:2015,synthesis_recipes:2014)

@@ -33,8 +33,10 @@ element's most common precursor") and the frequencies He et al.'s baseline multi
 Similarity (``Library.similar``): the Jaccard index of the two element sets, all elements counted
 (O against S separates an oxide from a sulfide, whose precursors differ); ties by the neighbour's
 number of recipes (the better documented first), then by name. He et al. learn an encoder of
-compositions from the recipes themselves; it is not reachable offline, so this is the
-element-composition similarity the issue allows. Stoichiometry is not read: a text-mined name such
+compositions from the recipes themselves; their trained model reads recipes after any cutoff here,
+so this is the element-composition similarity the issue allows. A network trained on the library's
+own recipes to predict precursors, its hidden layer as the similarity, did no better on the
+development cutoff (experiments/recipes_sets.md). Stoichiometry is not read: a text-mined name such
 as ``Ba1-xSrxTiO3`` carries none, and the precursors a recipe needs follow from its elements.
 """
 
