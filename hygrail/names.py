@@ -279,6 +279,9 @@ def _load(source: str, model: str):
         raise DataError(f"method.embedding_model={model} could not be loaded (offline hub?): {first}") from None
 
 
+PAIRS_CHUNK = 1 << 16  # pairs per gather in ``NameVectors.pairs``: 2 x 65,536 x 384 float32 = 0.2 GB
+
+
 class NameVectors:
     """Unit name vectors of every node of a relation's two types (others: zeros), so that a block's
     cosine is one product: the names' cosine the stacked ranker and the name-aware baselines read
@@ -295,8 +298,14 @@ class NameVectors:
     def block(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         return self.v[src] @ self.v[dst].T
 
-    def pairs(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        return np.einsum("ij,ij->i", self.v[src], self.v[dst])
+    def pairs(self, src: np.ndarray, dst: np.ndarray, chunk: int = PAIRS_CHUNK) -> np.ndarray:
+        """The cosine of each (src, dst) pair, ``chunk`` pairs at a time: gathered all at once, both
+        sides' vectors took 2 x pairs x 384 float32, 2.2 GB for whole HPO's held-out rows (memray: the
+        peak of a cold ``make discover``, the stack's fit after training; issue #48)."""
+        out = np.empty(len(src), dtype=self.v.dtype)
+        for lo in range(0, len(src), chunk):
+            out[lo : lo + chunk] = np.einsum("ij,ij->i", self.v[src[lo : lo + chunk]], self.v[dst[lo : lo + chunk]])
+        return out
 
 
 @lru_cache(maxsize=2)

@@ -117,3 +117,20 @@ def test_a_vector_is_bit_identical_whatever_it_is_encoded_with(monkeypatch, tmp_
     np.testing.assert_array_equal(embed_names(NAMES, model), want)  # half read back, half encoded now
     _new_process(monkeypatch)
     np.testing.assert_array_equal(embed_names(NAMES, model), want)  # all read back
+
+
+def test_pair_cosines_in_chunks_equal_the_whole_gather():
+    """``NameVectors.pairs`` gathers ``chunk`` pairs at a time (issue #48's memory peak): the same
+    values, every pair once, whatever the chunk."""
+    from hygrail.names import NameVectors
+
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(30, 16)).astype(np.float32)
+    vectors = NameVectors.__new__(NameVectors)
+    vectors.v = v / np.linalg.norm(v, axis=1, keepdims=True)
+    src, dst = rng.integers(0, 30, 101), rng.integers(0, 30, 101)
+    whole = np.einsum("ij,ij->i", vectors.v[src], vectors.v[dst])
+    for chunk in (1, 7, 100, 101, 1 << 16):
+        np.testing.assert_array_equal(vectors.pairs(src, dst, chunk=chunk), whole)
+    np.testing.assert_allclose(whole, np.diag(vectors.block(src, dst)), rtol=1e-5, atol=1e-6)
+    assert vectors.pairs(src[:0], dst[:0]).shape == (0,)
