@@ -96,6 +96,20 @@ def ceiling(lib: Library, targets: Sequence[Target]) -> float:
     return float(np.mean(ok)) if ok else float("nan")
 
 
+def scored(cutoff: int, lib: Library, targets: Sequence[Target], rows: Mapping[str, Proposer],
+           ks: Sequence[int] = KS) -> Cell:
+    """Every row's success on ``targets``, proposing from ``lib``, with the facts every split reports:
+    the library's size, the ceiling, the set ranker's candidates' recall and the proposals' seconds."""
+    t0 = time.perf_counter()
+    reach: dict[str, np.ndarray] = {}
+    success = evaluate(lib, targets, rows, ks, reach)
+    facts = {"library recipes": lib.recipes, "library materials": len(lib.names), "targets": len(targets),
+             "ceiling": ceiling(lib, targets),
+             "ranker recall": float(reach[RANKER].mean()) if targets else float("nan"),
+             "proposal seconds": time.perf_counter() - t0}
+    return Cell(cutoff, list(targets), success, facts)
+
+
 def benchmark(table: pl.DataFrame, cutoff: int, horizon: int, volatile, free, ranker: SetRanker,
               scores: Mapping[str, Mapping[str, float]] | None = None, ks: Sequence[int] = KS) -> Cell:
     """One cutoff of the benchmark (module docstring): the ranker fit and every row proposing from
@@ -105,21 +119,16 @@ def benchmark(table: pl.DataFrame, cutoff: int, horizon: int, volatile, free, ra
     before = past(table, cutoff)
     ranker.fit(before, cutoff, volatile, free)
     fit_seconds = time.perf_counter() - t0
-    lib = Library.build(before, cutoff, volatile, free)
     targets = after(table, cutoff, horizon)
-    t0 = time.perf_counter()
-    reach: dict[str, np.ndarray] = {}
-    success = evaluate(lib, targets, proposers(ranker, scores), ks, reach)
+    cell = scored(cutoff, Library.build(before, cutoff, volatile, free), targets, proposers(ranker, scores), ks)
     known = np.array([t.known for t in targets])
-    facts = {"library recipes": lib.recipes, "library materials": len(lib.names), "targets": len(targets),
-             "new targets": int((~known).sum()), "known targets with a new set": int(known.sum()),
-             "new targets with an unseen composition": sum(t.unseen for t in targets),
-             "targets with more than one answer set": sum(len(t.answers) > 1 for t in targets),
-             "answer years": f"{cutoff + 1}-{cutoff + horizon}", "ceiling": ceiling(lib, targets),
-             "ranker recall": float(reach[RANKER].mean()) if targets else float("nan"),
-             "ranker fit rows": ranker.fit_rows, "ranker fit positives": ranker.fit_positives,
-             "ranker fit seconds": fit_seconds, "proposal seconds": time.perf_counter() - t0}
-    return Cell(cutoff, targets, success, facts)
+    cell.facts |= {"new targets": int((~known).sum()), "known targets with a new set": int(known.sum()),
+                   "new targets with an unseen composition": sum(t.unseen for t in targets),
+                   "targets with more than one answer set": sum(len(t.answers) > 1 for t in targets),
+                   "answer years": f"{cutoff + 1}-{cutoff + horizon}",
+                   "ranker fit rows": ranker.fit_rows, "ranker fit positives": ranker.fit_positives,
+                   "ranker fit seconds": fit_seconds}
+    return cell
 
 
 def mean_se(x: np.ndarray) -> tuple[float, float]:

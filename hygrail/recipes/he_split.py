@@ -39,7 +39,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from hygrail.kg import NO_YEAR, DataError
-from hygrail.recipes.benchmark import RANKER, Cell, ceiling, evaluate, past, proposers
+from hygrail.recipes.benchmark import Cell, past, proposers, scored
 from hygrail.recipes.library import Library, Target
 from hygrail.recipes.ranker import SetRanker
 
@@ -113,18 +113,13 @@ def run(table: pl.DataFrame, volatile, free, ranker: SetRanker) -> tuple[Split, 
     """The benchmark's rows on He et al.'s test targets, proposing from each library (module docstring);
     the ranker fit once, on the recipes dated up to ``cutoff``."""
     parts = split(table)
+    before = past(table, parts.cutoff)
     t0 = time.perf_counter()
-    ranker.fit(past(table, parts.cutoff), parts.cutoff, volatile, free)
+    ranker.fit(before, parts.cutoff, volatile, free)
     fit_seconds = time.perf_counter() - t0
     cells = {}
-    strict = Library.build(past(table, parts.cutoff), parts.cutoff, volatile, free)
     for label, lib in (("He et al.'s training part", Library.build(parts.train, None, volatile, free)),
-                       (f"dated <= {parts.cutoff}", strict)):
-        t0 = time.perf_counter()
-        reach: dict[str, np.ndarray] = {}
-        success = evaluate(lib, parts.targets, proposers(ranker), reach=reach)
-        cells[label] = Cell(parts.cutoff, parts.targets, success, {
-            "library recipes": lib.recipes, "ceiling": ceiling(lib, parts.targets),
-            "ranker recall": float(reach[RANKER].mean()), "ranker fit seconds": fit_seconds,
-            "proposal seconds": time.perf_counter() - t0})
+                       (f"dated <= {parts.cutoff}", Library.build(before, parts.cutoff, volatile, free))):
+        cells[label] = scored(parts.cutoff, lib, parts.targets, proposers(ranker))
+        cells[label].facts["ranker fit seconds"] = fit_seconds
     return parts, cells
