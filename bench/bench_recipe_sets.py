@@ -71,7 +71,7 @@ def main() -> None:
 
     outputs = os.environ.get("HYGRAIL_OUTPUTS", str(ROOT / "outputs"))
     cutoffs = [int(c) for c in args.cutoffs.split(",")] if args.split != "he" else []
-    cfg = config(cutoffs[0] if cutoffs else 2014, outputs)
+    cfg = config(cutoffs[0] if cutoffs else 2014, outputs)  # the recipes options; the year matters to the stack only
     d = options(OmegaConf.to_container(cfg.recipes, resolve=True) | ({"identity": args.identity} if args.identity else {}))
     t0 = time.perf_counter()
     table, _, _ = recipe_table(data_path(str(cfg.data.path)), Path(cfg.paths.cache) / "recipes", d["identity"])
@@ -142,9 +142,10 @@ def he(table: pl.DataFrame, d: dict, seed: int) -> None:
     years = lambda ys: f"{ys[0]}-{ys[-1]}" if len(ys) > 1 else (str(ys[0]) if ys else "none")  # noqa: E731
     print(f"\n## He et al.'s split, replayed (test years {years(parts.test_years)}, validation "
           f"{years(parts.val_years)})\n")
+    numeric, several = sum(t.unseen for t in parts.targets), sum(len(t.answers) > 1 for t in parts.targets)
     print(f"Dated recipes: {sizes.get('train', 0):,} train, {sizes.get('val', 0):,} validation, "
-          f"{sizes.get('test', 0):,} test. {len(parts.targets):,} test targets ({sum(t.unseen for t in parts.targets):,} with a numeric "
-          f"composition; {sum(len(t.answers) > 1 for t in parts.targets):,} with more than one answer set). Their "
+          f"{sizes.get('test', 0):,} test. {len(parts.targets):,} test targets ({numeric:,} with a numeric "
+          f"composition; {several:,} with more than one answer set). Their "
           f"training part holds {parts.later_train:,} recipes dated after {parts.cutoff}. Ranker fit on "
           f"{parts.cutoff - d['window'] + 1}-{parts.cutoff}.\n")
     for label, cell in cells.items():
