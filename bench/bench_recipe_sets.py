@@ -8,6 +8,8 @@ composed into sets, with the paired differences; then the same rows on He et al.
     .venv/bin/python bench/bench_recipe_sets.py --no-stack       # without the stack row (no GNN: ~5 min)
     .venv/bin/python bench/bench_recipe_sets.py --split he       # He et al.'s split only (~2 min)
     .venv/bin/python bench/bench_recipe_sets.py --out outputs/recipes_bench   # also one CSV row per target
+    .venv/bin/python bench/bench_recipe_sets.py --no-stack --split temporal --trust experiments/trust/syn_tgt_pre_sets.csv
+                                                 # the page's trust figures (hygrail/recipes/trust.py)
 
 The stack row trains the cutoff's GNN as ``make retro DATA=synthesis_recipes CUTOFF=...`` does (the same
 config, conf/experiment/retro_synthesis_recipes.yaml, so the same cache entry: ~7 min a cutoff when not
@@ -58,12 +60,14 @@ def main() -> None:
                                                          "formula (as written: the first protocol)")
     ap.add_argument("--split", choices=("temporal", "he", "both"), default="both",
                     help="the issue's temporal cutoffs, He et al.'s own split replayed, or both")
+    ap.add_argument("--trust", default=None, help="a CSV for the temporal cells' trust rows (recipes.trust: the page "
+                                                  "reads them; hygrail/recipes/trust.py)")
     args = ap.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from omegaconf import OmegaConf
 
     from hygrail.data import data_path
-    from hygrail.recipes import options
+    from hygrail.recipes import options, trust
     from hygrail.recipes.benchmark import benchmark, paired, table_of
     from hygrail.recipes.page import recipe_table
     from hygrail.recipes.ranker import SetRanker
@@ -81,7 +85,7 @@ def main() -> None:
         for p, w in zip(pres, written):
             spellings.setdefault(p, set()).add(w)
     kg_target = dict(table.select("material", "target").unique("material").iter_rows())
-    per_target = []
+    per_target, trust_rows = [], []
     for cutoff in cutoffs:
         t_cell = time.perf_counter()
         scores, stack_seconds = None, {}
@@ -107,7 +111,7 @@ def main() -> None:
               f"ranker's candidates hold an answer for {f['ranker recall']:.3f}. "
               f"Ranker fit on {cutoff - d['window'] + 1}-{cutoff}: {f['ranker fit rows']:,} candidate sets, "
               f"{f['ranker fit positives']:,} recorded.\n")
-        for which in ("all", "new", "known", "unseen"):
+        for which in ("all", "new", "known", "unseen", "seen"):
             print(f"Targets: {which}\n")
             print("\n".join(markdown(table_of(cell, which=which), "method")), "\n")
         print("Paired differences (all targets)\n")
@@ -117,22 +121,32 @@ def main() -> None:
         per_target.append(pl.DataFrame({"cutoff": cutoff, "material": [t.material for t in cell.targets],
                                         "known": [t.known for t in cell.targets],
                                         "unseen": [t.unseen for t in cell.targets],
+                                        "seen": [t.seen for t in cell.targets],
+                                        "numeric": [t.numeric for t in cell.targets],
+                                        "elements": [len(t.elements) for t in cell.targets],
                                         "answers": [len(t.answers) for t in cell.targets],
                                         **{f"{name} @{k}": s[:, j] for name, s in cell.success.items()
+                                           for j, k in enumerate((1, 3, 5, 10))},
+                                        **{f"{name} found@{k}": s[:, j] for name, s in cell.found.items()
                                            for j, k in enumerate((1, 3, 5, 10))}}))
+        trust_rows.append(trust.rows(cell, args.horizon))
     if args.split != "temporal":
         he(table, d, int(cfg.seed))
     if args.out and per_target:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         pl.concat(per_target).write_csv(Path(args.out) / "per_target.csv")
         print(f"per target: {Path(args.out) / 'per_target.csv'}")
+    if args.trust and trust_rows:
+        Path(args.trust).parent.mkdir(parents=True, exist_ok=True)
+        pl.concat(trust_rows).write_csv(args.trust, float_precision=4)
+        print(f"trust table: {args.trust}")
     print(f"total {time.perf_counter() - t0:.0f} s")
 
 
 def he(table: pl.DataFrame, d: dict, seed: int) -> None:
     """The rows on He et al.'s split replayed, proposing from each of its two libraries."""
     from hygrail.recipes import he_split
-    from hygrail.recipes.benchmark import paired, table_of
+    from hygrail.recipes.benchmark import RANKER, paired, population, table_of
     from hygrail.recipes.ranker import SetRanker
 
     t0 = time.perf_counter()
@@ -154,6 +168,13 @@ def he(table: pl.DataFrame, d: dict, seed: int) -> None:
               f"candidates hold an answer for {f['ranker recall']:.3f}\n")
         print("\n".join(markdown(table_of(cell), "method")), "\n")
         print("\n".join(markdown(paired(cell), "difference")), "\n")
+        # He et al. expand a target's variables into numbers: their test targets all have a numeric composition
+        for which, what in (("numeric", "numeric composition (He et al.'s kind)"), ("written", "written name only")):
+            print(f"Targets: {what}\n")
+            print("\n".join(markdown(table_of(cell, which=which), "method")), "\n")
+        numeric = population(cell, "numeric")
+        gap = 0.82 - cell.success[RANKER][numeric, 2].mean()
+        print(f"Gap to He et al.'s 82% at top 5, on the numeric-composition targets: {gap:+.3f}\n")
     fit = next(iter(cells.values())).facts["ranker fit seconds"]
     print(f"seconds: {time.perf_counter() - t0:.0f} (ranker fit {fit:.0f})")
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from hygrail.data.recipes import RECIPE_COLUMNS
 from hygrail.kg import NO_YEAR, DataError
 from hygrail.recipes import he_split
 from hygrail.recipes.benchmark import past
 from hygrail.recipes.ranker import SetRanker
-from test_recipe_sets import FREE, PRE, VOLATILE, as_table, history
+from test_recipe_sets import FREE, PRE, VOLATILE, as_table, history, recipe_rows
 
 ELEMENTS = {"BaTiO3": "Ba Ti O", "SrTiO3": "Sr Ti O", "CaTiO3": "Ca Ti O", "Ca-titanate": "Ca Ti O",
             "SrZrO3": "Sr Zr O"}
@@ -19,10 +18,9 @@ ELEMENTS = {"BaTiO3": "Ba Ti O", "SrTiO3": "Sr Ti O", "CaTiO3": "Ca Ti O", "Ca-t
 
 def rows(spec) -> pl.DataFrame:
     """(material, composition or None, precursors, doi, year) -> recipe rows."""
-    out = [(i, m, m, comp, sorted(ELEMENTS.get(m, "Li Ti O").split()), sorted(pres),
-            [sorted(PRE[p].split()) for p in sorted(pres)], sorted(pres), d, y)
-           for i, (m, comp, pres, d, y) in enumerate(spec, start=1)]
-    return pl.DataFrame(out, schema=RECIPE_COLUMNS, orient="row")
+    return recipe_rows([(i, m, m, comp, sorted(ELEMENTS.get(m, "Li Ti O").split()), sorted(pres),
+                         [sorted(PRE[p].split()) for p in sorted(pres)], sorted(pres), d, y)
+                        for i, (m, comp, pres, d, y) in enumerate(spec, start=1)])
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,14 @@ import polars as pl
 import pytest
 
 from hygrail.data.recipes import RECIPE_COLUMNS, composition_formula, recipe_table
-from hygrail.discovery.compositions import parse
+from hygrail.data.chemistry import amounts
 from hygrail.kg import DataError
 from hygrail.recipes import options
 from hygrail.recipes.baselines import he_et_al, popularity
 from hygrail.recipes.benchmark import Cell, benchmark, evaluate, paired, past, table_of
 from hygrail.recipes.library import Library, Target, after
-from hygrail.recipes.page import Asked, evidence, resolve
+from hygrail.recipes.asked import Asked, resolve
+from hygrail.recipes.page import evidence
 from hygrail.recipes.ranker import FEATURES, Candidate, Proposal, SetRanker, features, local
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,18 +56,24 @@ def history() -> list[tuple[str, str, list[str], int]]:
                    ("BaTiO3", "Ba Ti O", ["BaO", "TiO2"], 2004), ("BaTiO3", "Ba Ti O", ["Ba(NO3)2", "TiO2"], 2011)]
 
 
+def recipe_rows(rows) -> pl.DataFrame:
+    """The recipe table of rows of its first ten columns (recipe ... year): the precursors' charge balance,
+    the reaction and the firing conditions unknown."""
+    return pl.DataFrame([tuple(r) + ([None] * len(r[5]), None, None) for r in rows], schema=RECIPE_COLUMNS,
+                        orient="row")
+
+
 def as_table(rows) -> pl.DataFrame:
-    out = [(i, m, m, composition_formula(dict(parse(m).amounts)), sorted(els.split()), sorted(set(pres)),
-            [sorted(PRE[p].split()) for p in sorted(set(pres))], sorted(set(pres)), doi(y, i), y)
-           for i, (m, els, pres, y) in enumerate(rows, start=1)]
-    return pl.DataFrame(out, schema=RECIPE_COLUMNS, orient="row")
+    return recipe_rows([(i, m, m, composition_formula(amounts(m)), sorted(els.split()), sorted(set(pres)),
+                         [sorted(PRE[p].split()) for p in sorted(set(pres))], sorted(set(pres)), doi(y, i), y)
+                        for i, (m, els, pres, y) in enumerate(rows, start=1)])
 
 
 def as_json(rows, path: Path) -> Path:
     """``rows`` in the dataset's own format (a material: formula, composition of its elements)."""
     def material(name, els):
-        amounts = {e: str(n) for e, n in parse(name).amounts.items()}
-        return {"material_formula": name, "composition": [{"formula": name, "elements": amounts, "amount": "1"}]}
+        amounts_ = {e: str(n) for e, n in amounts(name).items()}
+        return {"material_formula": name, "composition": [{"formula": name, "elements": amounts_, "amount": "1"}]}
     recipes = [{"doi": doi(y, i), "target": material(m, els), "precursors": [material(p, PRE[p]) for p in pres],
                 "operations": [{"type": "HeatingOperation"}]} for i, (m, els, pres, y) in enumerate(rows, start=1)]
     path.write_text(json.dumps({"reactions": recipes}))
@@ -161,7 +168,7 @@ def test_an_oxide_for_a_material_without_o_counts_against_a_set():
     made = [("NiTi", ["Ni", "Ti"], ["Ni", "Ti"]), ("NiTiO3", ["Ni", "O", "Ti"], ["NiO", "TiO2"])] * 5
     rows = [(i, m, m, None, els, sorted(ps), [pre[p] for p in sorted(ps)], sorted(ps), doi(2000 + i % 5, i),
              2000 + i % 5) for i, (m, els, ps) in enumerate(made)]
-    lib = Library.build(pl.DataFrame(rows, schema=RECIPE_COLUMNS, orient="row"), None, VOLATILE, FREE)
+    lib = Library.build(recipe_rows(rows), None, VOLATILE, FREE)
     column = FEATURES.index("oxide_for_no_o")
     metal, oxide = frozenset({"Ni", "Ti"}), frozenset({"Ni", "Ti", "O"})
     near = lib.similar(metal, 5)
@@ -209,7 +216,7 @@ def test_test_targets_are_new_materials_and_known_ones_with_a_new_set(table):
 def test_a_new_composition_gets_valid_sets_from_similar_materials(table, fitted):
     lib = Library.build(past(table, 2010), 2010, VOLATILE, FREE)
     asked = resolve(lib, "Li6PS5Cl")
-    assert asked == Asked("Li6PS5Cl", None, frozenset({"Li", "P", "S", "Cl"}))
+    assert asked == Asked("Li6PS5Cl", (), frozenset({"Li", "P", "S", "Cl"}))
     props = fitted.propose(lib, asked.elements, 5)
     assert props and all(lib.valid(p.precursors, asked.elements) for p in props)
     assert props[0].precursors == ("Li2S", "LiCl", "P2S5")
@@ -231,7 +238,7 @@ def test_evidence_names_the_recorded_set_its_year_and_doi_or_the_scores_it_was_c
     assert (first["material"], first["year"], first["doi"]) == ("BaTiO3", 2001, doi(2001, row))
     assert all(asked.name not in p.precursors for p in props)
     c = next(c for c in fitted.pool(lib, frozenset({"Li", "P", "S", "Cl"})) if not c.sources)  # composed only
-    new = Asked("Li6PS5Cl", None, frozenset({"Li", "P", "S", "Cl"}))
+    new = Asked("Li6PS5Cl", (), frozenset({"Li", "P", "S", "Cl"}))
     assert evidence(lib, new, Proposal(1, c.precursors, 0.0, c))["text"] == "composed: " + "; ".join(
         f"{p} for {e} ({lib.probability(e, p):.0%} of {e} recipes, {c.local[e][p]:.0%} near it)"
         for e, p in sorted(c.composed.choice.items()))
@@ -266,10 +273,15 @@ def test_options_and_names_fail_in_one_line(table):
     good = {"targets": ["BaTiO3"], "sets": 5, "volatile": list(VOLATILE), "free": list(FREE), "neighbours": 30,
             "composed": 50, "window": 3, "identity": "composition"}
     assert options(good)["targets"] == ["BaTiO3"]
+    # one target needs no brackets; a string of several is cut at the commas outside brackets
+    assert options(good | {"targets": "BaTiO3"})["targets"] == ["BaTiO3"]
+    assert options(good | {"targets": " LiCoO2, Na3V2(PO4)3,(Ba,Sr)TiO3 "})["targets"] == [
+        "LiCoO2", "Na3V2(PO4)3", "(Ba,Sr)TiO3"]
     for bad, message in [({"volatile": ["O", "Xx"]}, r"recipes\.volatile=\['O', 'Xx'\]: expected a list of element symbols"),
                          ({"free": ["O", "F"]}, r"recipes\.free=\['O', 'F'\]: expected elements of recipes\.volatile"),
                          ({"sets": 0}, r"recipes\.sets=0: expected an integer >= 1"),
-                         ({"targets": "BaTiO3"}, r"recipes\.targets='BaTiO3': expected a list of materials"),
+                         ({"targets": ["BaTiO3", " "]}, r"recipes\.targets=\['BaTiO3', ' '\]: expected materials"),
+                         ({"trust": 3}, r"recipes\.trust=3: expected the path of the trust table"),
                          ({"identity": "name"}, r"recipes\.identity='name': expected one of composition, formula")]:
         with pytest.raises(DataError, match=message):
             options(good | bad)

@@ -56,7 +56,13 @@ all nine). A dopant the dataset lists under ``target.additives`` (``Ca2SnO4:Eu3+
 element of the material too, marked in its name (``(+Eu)``), since a recipe for it needs a source
 of it. Read so, 29,993 of the 30,031 recipes (99.87%) have a precursor for every element of their
 material other than O, C, H, N, S and no precursor bringing any other element (the rule of
-``hygrail.recipes``); taking the KG's element sets instead, 86.0%.
+``hygrail.recipes``); taking the KG's element sets instead, 86.0%. Each row also holds what a chemist
+reads beside a recorded set: the source's balanced reaction (``reaction_string``, with amounts), its
+recorded firing conditions (``firing``: temperature, time and atmosphere of each heating step, from
+``operations[].conditions``; 44,309 operations record a temperature, 19,246 an atmosphere), and
+whether each precursor admits charge-balanced oxidation states (``data.chemistry.charge_balanced``,
+pymatgen: the recipes' text-mining slips such as ``Li2O3`` and ``Ba2CO3`` do not; judged once per
+table, 6-9 s on the whole release, cached with it).
 
 Errors: a missing file, a file that is not xz / JSON (the editor line and column of a JSON
 error), and the first malformed recipe (``record N``: the N-th entry of ``reactions``, 1-based)
@@ -75,6 +81,7 @@ from pathlib import Path
 
 import polars as pl
 
+from hygrail.data.chemistry import ELEMENTS, charge_balanced
 from hygrail.kg import KG, NO_YEAR, DataError, Schema
 
 log = logging.getLogger("hygrail.data")
@@ -82,12 +89,6 @@ log = logging.getLogger("hygrail.data")
 TARGET, PRECURSOR, OPERATION, ELEMENT = "Target", "Precursor", "Operation", "Element"
 XZ_MAGIC = b"\xfd7zXZ\x00"
 YEARS = (1990, 2020)
-ELEMENTS = frozenset(
-    "H He Li Be B C N O F Ne Na Mg Al Si P S Cl Ar K Ca Sc Ti V Cr Mn Fe Co Ni Cu Zn Ga Ge As Se Br Kr Rb Sr Y "
-    "Zr Nb Mo Tc Ru Rh Pd Ag Cd In Sn Sb Te I Xe Cs Ba La Ce Pr Nd Pm Sm Eu Gd Tb Dy Ho Er Tm Yb Lu Hf Ta W Re "
-    "Os Ir Pt Au Hg Tl Pb Bi Po At Rn Fr Ra Ac Th Pa U Np Pu Am Cm Bk Cf Es Fm Md No Lr Rf Db Sg Bh Hs Mt Ds Rg "
-    "Cn Nh Fl Mc Lv Ts Og".split()
-)
 # (pattern on the lower-cased DOI, how its group becomes a year): "yyyy", "yy" (90-99 -> 19yy), "20yy", "rsc"
 DOI_YEARS = (
     (r"^10\.1016/j\.[a-z0-9]+\.(\d{4})\.", "yyyy"),
@@ -192,7 +193,8 @@ def load_recipes(path: Path, schema: Schema) -> KG:
 RECIPE_COLUMNS = {"recipe": pl.Int64, "target": pl.String, "material": pl.String, "composition": pl.String,
                   "elements": pl.List(pl.String), "precursors": pl.List(pl.String),
                   "precursor_elements": pl.List(pl.List(pl.String)),
-                  "spellings": pl.List(pl.String), "doi": pl.String, "year": pl.Int32}
+                  "spellings": pl.List(pl.String), "doi": pl.String, "year": pl.Int32,
+                  "balanced": pl.List(pl.Boolean), "reaction": pl.String, "firing": pl.String}
 IDENTITIES = ("composition", "formula")
 # Pauling electronegativities (rounded; estimates for some lanthanides and actinides): the element order of
 # an identity's formula, after pymatgen's (He et al.'s keys are pymatgen formulas). The order only names the
@@ -256,8 +258,16 @@ def recipe_table(path: Path, identity: str = "composition") -> pl.DataFrame:
     amount is no number; a dopant under ``additives`` is not in it); ``precursors`` the distinct
     identities (``identity``: "composition", He et al.'s, or "formula", the written formula),
     ``spellings`` the formula each was written as in this recipe (the alphabetically first where two
-    share an identity). Errors as ``load_recipes``'s."""
+    share an identity); ``balanced`` each precursor's ``chemistry.charge_balanced`` verdict on its
+    composition (None: not judged); ``reaction`` the source's ``reaction_string`` (the balanced reaction,
+    with amounts), ``firing`` its heating steps' recorded conditions (``firing``; None where none is
+    recorded). Errors as ``load_recipes``'s."""
     check_identity(identity)
+    try:
+        import pymatgen.core  # noqa: F401  (chemistry.charge_balanced's library)
+    except ImportError:
+        raise DataError("recipes: the precursors' oxidation states need pymatgen; expected it installed "
+                        "(pip install -e '.[real]')") from None
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file not found; put the solid-state dataset (solid-state_dataset_2019-12-03.json.xz "
@@ -275,21 +285,60 @@ def recipe_table(path: Path, identity: str = "composition") -> pl.DataFrame:
                         for e in re.findall(r"[A-Z][a-z]?", a) if e in ELEMENTS} - elements)
         marks = [f"{k}={v}" for k, v in sorted(sub.items())] + [f"+{e}" for e in added]
         material = f"{target} ({', '.join(marks)})" if marks else target
-        precursors, spelt = {}, {}
+        precursors, spelt, balanced = {}, {}, {}
         for k, p in enumerate(_list(r, "precursors", path, i), start=1):
             written = _formula(p, path, i, f"precursors[{k}]")
-            key = (_composition(p, sub) or written) if identity == "composition" else written
+            composition = _composition(p, sub)
+            key = (composition or written) if identity == "composition" else written
             precursors.setdefault(key, set()).update(_elements(p, path, i, f"precursors[{k}]", sub))
             spelt[key] = min(spelt.get(key, written), written)
+            balanced[key] = charge_balanced(composition) if composition else None
         names = sorted(precursors)
         doi = r.get("doi")
+        said = r.get("reaction_string")
         rows.append((i, target, material, _composition(r["target"], sub), sorted(elements | set(added)), names,
                      [sorted(precursors[n]) for n in names], [spelt[n] for n in names],
-                     doi.strip() if isinstance(doi, str) else ""))
+                     doi.strip() if isinstance(doi, str) else "", [balanced[n] for n in names],
+                     said.strip() if isinstance(said, str) and said.strip() else None,
+                     firing(r.get("operations"))))
     if not rows:
         raise DataError(f"{path}: reactions is empty; expected at least one recipe")
     table = pl.DataFrame(rows, schema={k: v for k, v in RECIPE_COLUMNS.items() if k != "year"}, orient="row")
-    return table.with_columns(doi_years(table["doi"]).alias("year"))
+    return table.with_columns(doi_years(table["doi"]).alias("year")).select(list(RECIPE_COLUMNS))
+
+
+def firing(operations) -> str | None:
+    """A recipe's recorded firing conditions, step by step: each operation with a temperature, time or
+    atmosphere in its ``conditions`` as "<its word>: <temperature>, <time>, <atmosphere>" (``calcined:
+    950 °C, 16 h, air; sintered: 1100-1200 °C``); None where no operation records one. Malformed
+    conditions are left out, not fatal: they only annotate the recipe."""
+    steps = []
+    for op in operations if isinstance(operations, list) else []:
+        c = op.get("conditions") if isinstance(op, dict) else None
+        if not isinstance(c, dict):
+            continue
+        atmosphere = [a for a in c.get("heating_atmosphere") or [] if isinstance(a, str) and a.strip()]
+        parts = [_span(c.get("heating_temperature"), {"C": "°C"}), _span(c.get("heating_time"), {}),
+                 ", ".join(dict.fromkeys(a.strip() for a in atmosphere))]
+        if any(parts):
+            word = op.get("token") if isinstance(op.get("token"), str) else op.get("type")
+            steps.append(f"{word}: " + ", ".join(p for p in parts if p))
+    return "; ".join(steps) or None
+
+
+def _span(values, units: dict[str, str]) -> str:
+    """``heating_temperature`` / ``heating_time`` entries as "950 °C" or "800-900 °C" (" / " between entries)."""
+    out = []
+    for v in values if isinstance(values, list) else []:
+        if not isinstance(v, dict):
+            continue
+        nums = [x for x in (v.get("values") or [v.get("min_value"), v.get("max_value")])
+                if isinstance(x, (int, float)) and not isinstance(x, bool)]
+        if nums:
+            lo, hi = min(nums), max(nums)
+            unit = units.get(v.get("units"), v.get("units") or "")
+            out.append(f"{lo:g}" + (f"-{hi:g}" if hi != lo else "") + (f" {unit}" if unit else ""))
+    return " / ".join(out)
 
 
 def _read_json(path: Path) -> list:

@@ -6,13 +6,13 @@ Where it applies: ``discover.compositions.of`` is the node type a formula names 
 type of its elements; both come from the data's schema (``compositions`` in
 conf/data/schema/synthesis_recipes.yaml: Target, Element), null elsewhere (then a name the graph does
 not hold fails as before, with the closest names). A ``discover.entities`` value that matches no node
-of the relation's two types exactly or case-insensitively is read as a formula (``parse``): element
-symbols with optional amounts (``Li2FeTiO4``, ``LiNi0.5Mn1.5O4``) and parenthesised groups with a
-multiplier (``Ca3(PO4)2``). A value that does not parse, or whose symbol is no element of the graph,
-is the one-line error of ``entities.resolve`` (closest names) followed by the offending token. A
-target the graph holds but does not know (only its composition edges: with a cutoff, a target first
-made after it, He et al.'s unseen target) is ranked the same way on its own node when named exactly
-(and no other node has its name), instead of failing for having no edges.
+of the relation's two types exactly or case-insensitively is read as a formula (``parse``, the reading
+``data.chemistry.amounts`` gives: ``Li2FeTiO4``, ``LiNi0.5Mn1.5O4``, ``Ca3(PO4)2``, ``CuSO4·5H2O``). A
+value that does not parse, or whose symbol is no element of the graph, is the one-line error of
+``entities.resolve`` (closest names) followed by the offending token. A target the graph holds but
+does not know (only its composition edges: with a cutoff, a target first made after it, He et al.'s
+unseen target) is ranked the same way on its own node when named exactly (and no other node has its
+name), instead of failing for having no edges.
 
 The new node (``with_targets``): one node of type ``of``, named by the formula as written, with one
 edge to each of its elements' ``via`` nodes (count 1) and nothing else: no precursor, no operation.
@@ -52,7 +52,6 @@ than ``discover.entity_k`` (a precursor's targets) shows its first ``entity_k`` 
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -61,13 +60,12 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import polars as pl
 
-from hygrail.data.recipes import ELEMENTS
+from hygrail.data.chemistry import amounts
 from hygrail.discovery.space import CandidateSpace, ranking
 from hygrail.kg import KG, NO_YEAR, DataError
 
 # Per-entity baselines that can rank a node without recorded partners (module docstring).
 BESIDE = ("popularity", "relation_popularity", "compatible_popularity")
-_TOKEN = re.compile(r"([A-Z][a-z]?)|(\d+(?:\.\d+)?|\.\d+)|([(\[])|([)\]])")
 
 
 @dataclass(frozen=True)
@@ -83,50 +81,9 @@ class Formula:
 
 
 def parse(text: str) -> Formula:
-    """The formula's elements and amounts; ValueError naming the offending token and its character
-    (1-based) when it is not a formula of chemical elements."""
-    stack: list[dict[str, float]] = [{}]
-    at, last = 0, None  # last: what an amount multiplies (an element, or a closed group)
-    s = text.strip()
-    if not s:
-        raise ValueError("it is empty")
-    while at < len(s):
-        m = _TOKEN.match(s, at)
-        if m is None:
-            bad = re.match(r"[a-z]+|.", s[at:]).group(0)
-            raise ValueError(f"{bad!r} (character {at + 1}) is no element symbol, amount or bracket")
-        symbol, amount, open_, close = m.groups()
-        if symbol is not None:
-            if symbol not in ELEMENTS:
-                raise ValueError(f"{symbol!r} (character {at + 1}) is not a chemical element")
-            stack[-1][symbol] = stack[-1].get(symbol, 0.0) + 1.0
-            last = ("element", symbol)
-        elif amount is not None:
-            if last is None or float(amount) <= 0:
-                raise ValueError(f"{amount!r} (character {at + 1}) is an amount of nothing")
-            kind, what = last
-            if kind == "element":
-                stack[-1][what] += float(amount) - 1.0
-            else:
-                for e, n in what.items():
-                    stack[-1][e] += n * (float(amount) - 1.0)
-            last = None
-        elif open_ is not None:
-            stack.append({})
-            last = None
-        else:
-            if len(stack) == 1:
-                raise ValueError(f"{close!r} (character {at + 1}) closes no bracket")
-            group = stack.pop()
-            for e, n in group.items():
-                stack[-1][e] = stack[-1].get(e, 0.0) + n
-            last = ("group", group)
-        at = m.end()
-    if len(stack) > 1:
-        raise ValueError("a bracket is never closed")
-    if not stack[0]:
-        raise ValueError("it names no element")
-    return Formula(s, stack[0])
+    """The formula's elements and amounts (``data.chemistry.amounts``); ValueError naming the offending
+    token and its character (1-based) when it is not a formula of chemical elements."""
+    return Formula(text.strip(), amounts(text))
 
 
 def _fractions(amounts: Mapping[str, float]) -> dict[str, float]:

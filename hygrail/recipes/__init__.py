@@ -16,7 +16,8 @@ one by one (task=discover's per-entity lists) answers neither. The rooms:
 - ``benchmark``: He et al.'s top-k exact-match success on a temporal split, paired differences;
 - ``he_split``: the same rows on He et al.'s own train/test split, replayed on this table;
 - ``scores``: the stacked ranker's per-precursor scores at a cutoff (the benchmark's "stack" row);
-- ``page``: ``task=recipes``, the page a chemist reads (``make discover DATA=synthesis_recipes``).
+- ``page``: ``task=recipes``, the page a chemist reads (``make discover DATA=synthesis_recipes``): what was
+  asked (``asked``), the page itself (``render``), how far to trust it (``trust``).
 
 Options: ``recipes.*`` (conf/recipes/default.yaml), checked by ``options``.
 """
@@ -48,8 +49,25 @@ def options(d: Mapping) -> dict:
         if not isinstance(v, int) or isinstance(v, bool) or v < least:
             raise DataError(f"recipes.{key}={v!r}: expected an integer >= {least}")
     check_identity(d.get("identity"))
+    if d.get("trust") is not None and not (isinstance(d["trust"], str) and d["trust"].strip()):
+        raise DataError(f"recipes.trust={d['trust']!r}: expected the path of the trust table (a CSV) or null")
+    d.setdefault("trust", None)
     targets = d.get("targets")
+    if isinstance(targets, str):
+        targets = split(targets)
     if not isinstance(targets, (list, tuple)) or not all(isinstance(t, (str, int)) and str(t).strip() for t in targets):
-        raise DataError(f"recipes.targets={targets!r}: expected a list of materials (names or formulas), "
-                        f"e.g. recipes.targets='[BaTiO3, Li6PS5Cl]'")
+        raise DataError(f"recipes.targets={targets!r}: expected materials (names or formulas), a list or one "
+                        f"comma-separated string, e.g. recipes.targets='[BaTiO3, Li6PS5Cl]' or recipes.targets=BaTiO3")
     return d | {"targets": [str(t).strip() for t in targets]}
+
+
+def split(text: str) -> list[str]:
+    """``"LiCoO2, Na3V2(PO4)3"`` -> its targets: cut at the commas outside brackets (``(Ba,Sr)TiO3`` stays
+    one)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text + ","):
+        depth += (ch in "([{") - (ch in ")]}")
+        if ch == "," and depth <= 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    return [t for t in out if t]

@@ -5,7 +5,8 @@ popularity, and any per-precursor score composed into sets.
 (CederGroupHub/SynthesisSimilarity: ``PrecursorsRecommendation.recommend_precursors_by_similarity``,
 read, not copied), of their recommendation for a target:
 
-1. first (theirs), the set of each element's most common precursor, kept if it is valid;
+1. first (theirs), the set of each element's most common precursor (of those ``Library.refusal``
+   allows), kept if it is valid;
 2. then (theirs), the library's materials from the most similar down, each one's recorded sets from
    the most recorded down: the precursors that bring a foreign element dropped, each element left
    uncovered completed, the set kept if it covers the target and is new, until ``k`` sets.
@@ -38,7 +39,9 @@ NEIGHBOURS_PER_SET = 300  # He et al. look at most at 300 x k similar targets ("
 def he_et_al(lib: Library, elements: frozenset[str], k: int, exclude: frozenset = frozenset()) -> list[tuple[str, ...]]:
     """He et al.'s ``k`` sets for a material of ``elements`` (module docstring), less ``exclude``."""
     out: list[tuple[str, ...]] = []
-    common = sorted({lib.popularity[e][0][0] for e in lib.need(elements) if e in lib.popularity})
+    firsts = (next((p for p, _ in lib.popularity.get(e, ()) if not lib.refusal(p, elements)), None)
+              for e in lib.need(elements))
+    common = sorted({p for p in firsts if p is not None})
     if common and lib.valid(common, elements) and tuple(common) not in exclude:
         out.append(tuple(common))
     best = by_popularity(lib)

@@ -16,6 +16,10 @@ targets; for the set ranker against each other row, the paired difference of the
 success indicators, mean ± SE. Undated recipes (ACS, APS, ECS DOIs) are neither library nor
 answers.
 
+Besides success, each row's precision at k (``Cell.found``): the share of its first k sets that are
+answers, over k (a list of fewer than k sets is short of k); the page's trust figures read both
+(``trust``).
+
 The ceiling (``ceiling``): a target can be met only if some answer set obeys the rules and uses
 precursors the library holds; the share of such targets bounds every row. The set ranker's
 candidates' recall (``evaluate``'s ``reach``): the share of targets with an answer among its
@@ -34,7 +38,7 @@ import polars as pl
 from hygrail.kg import NO_YEAR
 from hygrail.recipes import baselines
 from hygrail.recipes.library import Library, Target, after
-from hygrail.recipes.ranker import SetRanker, own_sets
+from hygrail.recipes.ranker import SetRanker, own_sets, recorded_as
 
 KS = (1, 3, 5, 10)
 RANKER = "Set ranker"
@@ -54,14 +58,19 @@ class Cell:
     targets: list[Target]
     success: dict[str, np.ndarray]
     facts: dict = field(default_factory=dict)
+    found: dict[str, np.ndarray] = field(default_factory=dict)  # per method, targets x ks: answers among the first k
 
 
 def proposers(ranker: SetRanker, scores: Mapping[str, Mapping[str, float]] | None = None,
-              label: str = "Stack composed") -> dict[str, Proposer]:
-    """The rows: the set ranker, He et al., per-element popularity and, given ``scores`` (material ->
+              label: str = "Stack composed", same_first: bool = True) -> dict[str, Proposer]:
+    """The rows: the set ranker (``same_first``: the sets recorded for the target's own composition
+    first, as on the page), He et al., per-element popularity and, given ``scores`` (material ->
     precursor -> probability), those scores composed (a material without a row gets no set)."""
-    rows: dict[str, Proposer] = {
-        RANKER: lambda lib, t, k, ex: [p.precursors for p in ranker.ranked(lib, t.elements, ex)],  # all: ``reach``
+    def first(lib: Library, t: Target) -> frozenset:
+        return recorded_as(lib, t.composition) if same_first else frozenset()
+
+    rows: dict[str, Proposer] = {  # the set ranker returns every candidate: ``evaluate``'s reach
+        RANKER: lambda lib, t, k, ex: [p.precursors for p in ranker.ranked(lib, t.elements, ex, first=first(lib, t))],
         "He et al. (element similarity)": lambda lib, t, k, ex: baselines.he_et_al(lib, t.elements, k, ex),
         "Per-element popularity": lambda lib, t, k, ex: baselines.popularity(lib, t.elements, k, ex),
     }
@@ -72,20 +81,27 @@ def proposers(ranker: SetRanker, scores: Mapping[str, Mapping[str, float]] | Non
 
 
 def evaluate(lib: Library, targets: Sequence[Target], rows: Mapping[str, Proposer], ks: Sequence[int] = KS,
-             reach: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+             reach: dict[str, np.ndarray] | None = None, found: dict[str, np.ndarray] | None = None
+             ) -> dict[str, np.ndarray]:
     """Per row, the targets x ks matrix of top-k exact-match success; ``reach``, if given, gets per row
     whether an answer is anywhere in what it returned (the set ranker returns every candidate, so for
-    it that is its candidates' recall: what any ordering of them could reach at most)."""
+    it that is its candidates' recall: what any ordering of them could reach at most); ``found``, if
+    given, per row the targets x ks counts of answers among the first k."""
     out = {name: np.zeros((len(targets), len(ks)), dtype=bool) for name in rows}
     anywhere = {name: np.zeros(len(targets), dtype=bool) for name in rows}
+    counts = {name: np.zeros((len(targets), len(ks)), dtype=np.int64) for name in rows}
     for i, t in enumerate(targets):
         exclude = own_sets(lib, t.material)
         for name, propose in rows.items():
             sets = propose(lib, t, max(ks), exclude)
-            out[name][i] = [any(s in t.answers for s in sets[:k]) for k in ks]
-            anywhere[name][i] = any(s in t.answers for s in sets)
+            hit = [s in t.answers for s in sets]
+            counts[name][i] = [sum(hit[:k]) for k in ks]
+            out[name][i] = counts[name][i] > 0
+            anywhere[name][i] = any(hit)
     if reach is not None:
         reach.update(anywhere)
+    if found is not None:
+        found.update(counts)
     return out
 
 
@@ -102,12 +118,13 @@ def scored(cutoff: int, lib: Library, targets: Sequence[Target], rows: Mapping[s
     the library's size, the ceiling, the set ranker's candidates' recall and the proposals' seconds."""
     t0 = time.perf_counter()
     reach: dict[str, np.ndarray] = {}
-    success = evaluate(lib, targets, rows, ks, reach)
+    found: dict[str, np.ndarray] = {}
+    success = evaluate(lib, targets, rows, ks, reach, found)
     facts = {"library recipes": lib.recipes, "library materials": len(lib.names), "targets": len(targets),
              "ceiling": ceiling(lib, targets),
              "ranker recall": float(reach[RANKER].mean()) if targets else float("nan"),
              "proposal seconds": time.perf_counter() - t0}
-    return Cell(cutoff, list(targets), success, facts)
+    return Cell(cutoff, list(targets), success, facts, found)
 
 
 def benchmark(table: pl.DataFrame, cutoff: int, horizon: int, volatile, free, ranker: SetRanker,
@@ -136,12 +153,23 @@ def mean_se(x: np.ndarray) -> tuple[float, float]:
     return float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
 
 
+WHICH = ("all", "new", "known", "unseen", "seen", "numeric", "written")
+
+
+def population(cell: Cell, which: str) -> np.ndarray:
+    """The mask of ``which`` targets (``WHICH``): all; new or known (recorded by the cutoff, a new set);
+    unseen (new, with a composition no library material has: He et al.'s kind) or seen (new, another
+    name of a library composition); numeric (a numeric composition) or written (a written name only)."""
+    t = cell.targets
+    masks = {"all": [True] * len(t), "new": [not x.known for x in t], "known": [x.known for x in t],
+             "unseen": [x.unseen for x in t], "seen": [x.seen for x in t], "numeric": [x.numeric for x in t],
+             "written": [not x.numeric for x in t]}
+    return np.array(masks[which], dtype=bool)
+
+
 def table_of(cell: Cell, ks: Sequence[int] = KS, which: str = "all") -> pl.DataFrame:
-    """One row per method: success@k mean and SE over ``which`` targets (all, new, known, unseen: new
-    with a composition no library material has, He et al.'s kind)."""
-    known = np.array([t.known for t in cell.targets])
-    unseen = np.array([t.unseen for t in cell.targets])
-    mask = {"all": np.ones(len(known), bool), "new": ~known, "known": known, "unseen": unseen}[which]
+    """One row per method: success@k mean and SE over ``which`` targets (``population``)."""
+    mask = population(cell, which)
     rows = []
     for name, s in cell.success.items():
         row = {"method": name, "targets": int(mask.sum())}

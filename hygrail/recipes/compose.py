@@ -12,11 +12,12 @@ combinations after it. With log P(p | e) as the score this is He et al.'s freque
 frequencies); with a model's per-pair scores, that model composed.
 
 ``adapt``: a recorded set made valid for another material, as He et al. reuse a similar target's
-recipe: the precursors that bring a foreign element are dropped ("masked"), and each element left
-uncovered gets the best compatible precursor for it by a per-element score (their "masked
-precursor completion", which they learn; here the score given). Elements are completed metals and
-metalloids first, then the others (their ``naive_common`` order), each by the first precursor of its
-list; None when some element has no compatible precursor.
+recipe: the precursors that bring a foreign element, or that are never proposed (``Library.refusal``:
+no charge-balanced oxidation states, a gas, a bare element for a kind of material not made from them),
+are dropped ("masked"), and each element left uncovered gets the best compatible precursor for it
+by a per-element score (their "masked precursor completion", which they learn; here the score
+given). Elements are completed metals and metalloids first, then the others (their ``naive_common``
+order), each by the first precursor of its list; None when some element has no compatible precursor.
 """
 
 from __future__ import annotations
@@ -25,10 +26,9 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
+from hygrail.data.chemistry import NON_METALS  # metals and metalloids are completed first, as He et al. do
 from hygrail.recipes.library import Library
 
-# Metals and metalloids (pymatgen's is_metal / is_metalloid): completed first, as He et al. do.
-NON_METALS = frozenset("H He C N O F Ne P S Cl Ar Se Br Kr I Xe At Rn Ts Og".split())
 PER_ELEMENT = 8  # precursors kept per element before enumerating (not tuned: 8^3 = 512 tuples for a ternary)
 MAX_POPS = 20000  # tuples looked at per material at most (a decanary's product is 8^10)
 
@@ -82,7 +82,7 @@ def compose(lib: Library, elements: frozenset[str], score: Callable[[str, str], 
 @dataclass(frozen=True)
 class Adapted:
     precursors: tuple[str, ...]
-    dropped: tuple[str, ...]  # the recorded precursors that brought a foreign element
+    dropped: tuple[str, ...]  # the recorded precursors that brought a foreign element or are refused
     added: tuple[tuple[str, str], ...]  # (element, the precursor completing it)
 
 

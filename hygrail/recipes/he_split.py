@@ -104,7 +104,7 @@ def split(table: pl.DataFrame, val: float = VAL, test: float = TEST) -> Split:
     for (key,), g in test_rows.group_by(["ident"], maintain_order=True):
         targets.append(Target(g["material"][0], frozenset(e for els in g["elements"] for e in els),
                               frozenset(tuple(p) for p in g["precursors"]), False, int(g["year"].min()),
-                              not key.startswith("written:")))
+                              not key.startswith("written:"), None if key.startswith("written:") else key))
     return Split(tuple(y for y in ordered if part_of[y] == "val"), tuple(y for y in ordered if part_of[y] == "test"),
                  parts.drop("ident"), sorted(targets, key=lambda t: t.material))
 

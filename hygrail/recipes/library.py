@@ -25,6 +25,22 @@ exactly as many as when S, N and C need no source either (``data/recipes.py``'s 
 the 38 others are text-mining slips (a dopant's precursor missing). With S free, oxide sets passed
 for sulfides (La2O3 + Li2CO3 + SiO2 for a Li-Si-La sulfide).
 
+What is never proposed (``Library.refusal``; issue #56), whatever a recorded set holds: a precursor
+that admits no charge-balanced oxidation states (the table's ``balanced``, pymatgen: ``Li2O3``,
+``Ba2CO3``, text-mining slips); a gas as a bare element (``O``, ``N``, ``H``: the atmosphere, not a
+weighed precursor); and a bare element or an alloy (``data.chemistry.metallic``) for a kind of material
+the library rarely makes from them. The kind is the material's anion class (``data.chemistry.kind``)
+and the rule is read from the library itself (``elemental``: the share of its recipes of each kind
+that use a metallic precursor); a kind allows them when at least ``ELEMENTAL`` = half of its recipes
+use one. On the whole release the kinds split far from that line: oxygen-bearing 1.8% (27,977
+recipes), halides 17.8% (230) against chalcogenides 74.9% (742), pnictides, carbides, borides and
+silicides 86.4% (485) and intermetallics 89.9% (597). So ``Bi + Te`` stays a route to Bi2Te3 while
+``Cs + CsBr + Pb`` (CsPbBr3, a halide), ``Bi + O + Te`` and ``BaCo3`` (cobalt for C O) for an oxide are
+gone. A recorded set holding a refused precursor is
+adapted like one holding a foreign element (``compose.adapt``): the precursor is dropped and its
+element completed. Recorded sets keep what they record: a benchmark answer holding one stays an
+answer no row can propose (the ceiling counts only rule-obeying answers).
+
 Per-element popularity (``Library.popularity``): P(p | e) = the share of the library's recipes whose
 material holds element e (one not ``free``) that use precursor p for it (p holds e); the chemist's default ("each
 element's most common precursor") and the frequencies He et al.'s baseline multiplies
@@ -50,11 +66,12 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from hygrail.data.recipes import ELEMENTS
+from hygrail.data.chemistry import ELEMENTS, GASES, kind, metallic
 from hygrail.kg import NO_YEAR, DataError
 
 SYMBOLS = sorted(ELEMENTS)
 COLUMN = {e: i for i, e in enumerate(SYMBOLS)}
+ELEMENTAL = 0.5  # a kind of material is made from bare elements when this share of its library recipes uses one
 
 
 @dataclass(frozen=True)
@@ -65,6 +82,7 @@ class Recorded:
     recipes: int
     year: int | None  # None: undated (only in a library without a cutoff)
     doi: str
+    recipe: int = 0  # the cited recipe's ``recipe`` (the table's row id): its reaction and firing conditions
 
 
 @dataclass
@@ -86,9 +104,13 @@ class Library:
     set_recipes: dict[tuple[str, ...], int]  # a set -> recipes recording it, whatever their material
     spelling: dict[str, str]  # precursor -> how the library's recipes most often write it (ties: alphabetically first)
     written: dict[str, frozenset[str]]  # precursor -> every way the library's recipes write it
+    unbalanced: frozenset[str]  # precursors admitting no charge-balanced oxidation states
+    elemental: dict[str, float]  # kind of material -> share of its library recipes using a bare solid element
+    composition: dict[str, str]  # material -> the identity of its composition, where numeric
     _matrix: sp.csr_matrix | None = None
     _index: dict[str, int] | None = None
     _documented: np.ndarray | None = None  # recipes per material: the similarity's tie-break
+    _by_composition: dict[str, list[str]] | None = None
 
     @classmethod
     def build(cls, table: pl.DataFrame, cutoff: int | None, volatile: Iterable[str], free: Iterable[str]) -> "Library":
@@ -105,10 +127,16 @@ class Library:
         used: dict[str, int] = {}
         set_recipes: dict[tuple[str, ...], int] = {}
         spelt: dict[str, dict[str, int]] = {}
+        unbalanced: set[str] = set()
+        of_kind: dict[str, list[int]] = {}  # kind -> [recipes, recipes with a bare solid element]
         rows = table.select("material", "elements", "precursors", "precursor_elements", "spellings", "year",
-                            "doi").iter_rows()
-        for material, els, pres, pels, spellings, year, doi in rows:
+                            "doi", "recipe", "balanced").iter_rows()
+        for material, els, pres, pels, spellings, year, doi, recipe, balanced in rows:
             mine = set(els)
+            unbalanced.update(p for p, ok in zip(pres, balanced) if ok is False)
+            counts = of_kind.setdefault(kind(mine), [0, 0])
+            counts[0] += 1
+            counts[1] += any(metallic(pe) for pe in pels)
             for p, w in zip(pres, spellings):
                 spelt.setdefault(p, {})[w] = spelt.get(p, {}).get(w, 0) + 1
             elements.setdefault(material, set()).update(mine)
@@ -126,13 +154,13 @@ class Library:
                     pairs[p, q] = pairs.get((p, q), 0) + 1
             rec = merged.setdefault(material, {}).get(key)
             if rec is None:
-                merged[material][key] = [1, when, doi]
+                merged[material][key] = [1, when, doi, recipe]
             else:
                 rec[0] += 1
                 if when is not None and (rec[1] is None or when < rec[1] or (when == rec[1] and doi < rec[2])):
-                    rec[1], rec[2] = when, doi
+                    rec[1], rec[2], rec[3] = when, doi, recipe
         names = sorted(merged)
-        sets = [sorted((Recorded(k, n, y, d) for k, (n, y, d) in merged[m].items()),
+        sets = [sorted((Recorded(k, n, y, d, r) for k, (n, y, d, r) in merged[m].items()),
                        key=lambda r: (-r.recipes, r.year if r.year is not None else 9999, r.precursors)) for m in names]
         prob = {(e, p): n / with_element[e] for (e, p), n in uses.items()}
         popularity: dict[str, list[tuple[str, float]]] = {}
@@ -143,7 +171,10 @@ class Library:
         return cls(cutoff, volatile, free, names, [frozenset(elements[m]) for m in names], sets,
                    {p: frozenset(v) for p, v in pre_elements.items()}, popularity, table.height, prob, pairs, used,
                    set_recipes, {p: min(w, key=lambda x: (-w[x], x)) for p, w in spelt.items()},
-                   {p: frozenset(w) for p, w in spelt.items()})
+                   {p: frozenset(w) for p, w in spelt.items()}, frozenset(unbalanced),
+                   {k: n_bare / n for k, (n, n_bare) in of_kind.items()},
+                   dict(table.select("material", "composition").drop_nulls().unique("material", keep="first")
+                        .iter_rows()))
 
     def show(self, precursors: Iterable[str]) -> str:
         """A set as the library's recipes write it: ``BaCO3 + TiO2``."""
@@ -159,13 +190,33 @@ class Library:
         return frozenset(elements) - self.free
 
     def compatible(self, precursor: str, elements: frozenset[str]) -> bool:
-        """The precursor brings no element outside ``elements`` and the volatile ones."""
-        return self.precursor_elements[precursor] - self.volatile <= elements
+        """The precursor brings no element outside ``elements`` and the volatile ones, and is no refused one."""
+        return self.precursor_elements[precursor] - self.volatile <= elements and not self.refusal(precursor, elements)
+
+    def refusal(self, precursor: str, elements: frozenset[str]) -> str:
+        """Why ``precursor`` is never proposed for a material of ``elements`` (module docstring), "" if it may be."""
+        if precursor in self.unbalanced:
+            return "admits no charge-balanced oxidation states"
+        pe = self.precursor_elements.get(precursor, frozenset())
+        if len(pe) == 1 and pe <= GASES:
+            return f"bare {next(iter(pe))} is a gas (the firing atmosphere, not a precursor)"
+        if metallic(pe):
+            k = kind(elements)
+            if self.elemental.get(k, 0.0) < ELEMENTAL:
+                return (f"a bare element or alloy: {self.elemental.get(k, 0.0):.0%} of the library's {k} recipes "
+                        f"use one")
+        return ""
+
+    def why_dropped(self, precursor: str, elements: frozenset[str]) -> str:
+        """Why an adapted set dropped ``precursor``: its foreign elements, or its refusal."""
+        foreign = sorted(self.precursor_elements[precursor] - self.volatile - elements)
+        return f"brings {', '.join(foreign)}, foreign" if foreign else self.refusal(precursor, elements)
 
     def valid(self, precursors: Sequence[str], elements: frozenset[str]) -> bool:
-        """The set covers ``elements`` and adds nothing foreign (module docstring)."""
+        """The set covers ``elements``, adds nothing foreign and holds no refused precursor (module docstring)."""
         brought = set().union(*(self.precursor_elements[p] for p in precursors)) if precursors else set()
-        return self.need(elements) <= brought and brought - self.volatile <= elements
+        return (self.need(elements) <= brought and brought - self.volatile <= elements
+                and not any(self.refusal(p, elements) for p in precursors))
 
     def cohesion(self, precursors: Sequence[str]) -> float:
         """Mean over the set's pairs of log lift: how much more often the library's recipes use the two
@@ -219,6 +270,19 @@ class Library:
             self._index = {m: i for i, m in enumerate(self.names)}
         return self._index
 
+    def of_composition(self, identity: str) -> list[str]:
+        """The library's materials whose composition is ``identity`` (``data.recipes.composition_formula``),
+        the most recipes first (then by name): ``TiO3Ba`` finds BaTiO3 and every other name it goes by."""
+        if self._by_composition is None:
+            self._by_composition = {}
+            for m, c in self.composition.items():
+                if m in self.index:
+                    self._by_composition.setdefault(c, []).append(m)
+            recipes = lambda m: sum(r.recipes for r in self.sets[self.index[m]])  # noqa: E731
+            for ms in self._by_composition.values():
+                ms.sort(key=lambda m: (-recipes(m), m))
+        return list(self._by_composition.get(identity, ()))
+
     def check_elements(self, elements: Iterable[str], what: str) -> None:
         """One line when a material names no element the rules can use."""
         if not self.need(elements):
@@ -237,6 +301,16 @@ class Target:
     known: bool  # recorded at or before the cutoff: its own sets then are not answers, nor proposed
     first_year: int  # its first DOI year
     unseen: bool = False  # new, with a numeric composition no material recorded by the cutoff has (He et al.'s kind)
+    composition: str | None = None  # its numeric composition's identity (None: a written name only, ``Ba1-xSrxTiO3``)
+
+    @property
+    def numeric(self) -> bool:
+        return self.composition is not None
+
+    @property
+    def seen(self) -> bool:
+        """New, with a numeric composition some material recorded by the cutoff has (another name for it)."""
+        return not self.known and self.numeric and not self.unseen
 
 
 def after(table: pl.DataFrame, cutoff: int, horizon: int) -> list[Target]:
@@ -264,4 +338,5 @@ def after(table: pl.DataFrame, cutoff: int, horizon: int) -> list[Target]:
             found.setdefault(m, set()).add(key)
             elements.setdefault(m, set()).update(els)
     return [Target(m, frozenset(elements[m]), frozenset(found[m]), m in had, int(first[m]),
-                   m not in had and m in composition and composition[m] not in seen) for m in sorted(found)]
+                   m not in had and m in composition and composition[m] not in seen, composition.get(m))
+            for m in sorted(found)]

@@ -227,23 +227,30 @@ class SetRanker:
         return self
 
     def ranked(self, lib: Library, elements: frozenset[str], exclude: frozenset = frozenset(),
-               avoid: frozenset[str] = frozenset()) -> list[Proposal]:
+               avoid: frozenset[str] = frozenset(), first: frozenset = frozenset()) -> list[Proposal]:
         """Every candidate set for a material of ``elements``, best first, less the sets in ``exclude``
-        and those holding a precursor named in ``avoid`` (the page's target itself: no synthesis of it)."""
+        and those holding a precursor named in ``avoid`` (the page's target itself: no synthesis of it);
+        the candidates in ``first`` (the sets recorded for the material's own composition, ``recorded_as``)
+        ahead of the others, each part in the model's order."""
         pool = [c for c in self.pool(lib, elements, exclude) if not avoid & set(c.precursors)]
         if not pool:
             return []
         score = self.model.decision_function(np.vstack([c.features for c in pool]))
-        order = sorted(range(len(pool)), key=lambda j: (-score[j], pool[j].precursors))
+        order = sorted(range(len(pool)), key=lambda j: (pool[j].precursors not in first, -score[j], pool[j].precursors))
         return [Proposal(r + 1, pool[j].precursors, float(score[j]), pool[j]) for r, j in enumerate(order)]
 
     def propose(self, lib: Library, elements: frozenset[str], k: int, exclude: frozenset = frozenset(),
-                avoid: frozenset[str] = frozenset()) -> list[Proposal]:
+                avoid: frozenset[str] = frozenset(), first: frozenset = frozenset()) -> list[Proposal]:
         """The ``k`` best of ``ranked``."""
-        return self.ranked(lib, elements, exclude, avoid)[:k]
+        return self.ranked(lib, elements, exclude, avoid, first)[:k]
 
 
 def own_sets(lib: Library, material: str) -> frozenset[tuple[str, ...]]:
     """The sets the library records for ``material`` (none when it holds no such material)."""
     i = lib.index.get(material)
     return frozenset() if i is None else frozenset(r.precursors for r in lib.sets[i])
+
+
+def recorded_as(lib: Library, composition: str | None) -> frozenset[tuple[str, ...]]:
+    """The sets the library records for any material of ``composition`` (``Library.of_composition``)."""
+    return frozenset().union(*(own_sets(lib, m) for m in lib.of_composition(composition))) if composition else frozenset()
