@@ -223,8 +223,8 @@ def main(cfg: DictConfig) -> dict:
              "seconds": ", ".join(f"{k} {v:.1f}" + (" (cached)" if hits.get(k) else "") for k, v in timer.items())}
     out = out_folder(cfg, d["targets"])
     out.mkdir(parents=True, exist_ok=True)
-    (out / "sets.md").write_text(render.markdown(lib, facts, secs, problems, d["sets"]))
-    (out / "index.html").write_text(render.to_html(lib, facts, secs, problems, d["sets"]))
+    (out / "sets.md").write_text(render.markdown(lib, facts, d["targets"], secs, problems, d["sets"]))
+    (out / "index.html").write_text(render.to_html(lib, facts, d["targets"], secs, problems, d["sets"]))
     render.csv_rows(secs).write_csv(out / "sets.csv")
     for p in problems:
         print(f"not answered: {p.why}")

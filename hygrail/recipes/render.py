@@ -31,9 +31,8 @@ STYLE = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#22
          ".adapted{background:#fdf0c8}.composed{background:#eee}.problem{color:#8a1f11}")
 
 
-def question(asked: Sequence, problems: Sequence[Problem]) -> str:
-    """The question as asked, in one line."""
-    values = [a.name for a in asked] + [p.value for p in problems]
+def question(values: Sequence[str]) -> str:
+    """The question as asked (``recipes.targets``), in one line."""
     return f"Which precursors to try for {', '.join(values)}?"
 
 
@@ -64,8 +63,9 @@ def behind(r: dict) -> str:
             f"{r['firing'] or 'no conditions recorded'}")
 
 
-def markdown(lib: Library, facts: dict, secs: list[dict], problems: Sequence[Problem], k: int) -> str:
-    lines = ["# Precursor sets to try", "", question([s["asked"] for s in secs], problems), ""]
+def markdown(lib: Library, facts: dict, values: Sequence[str], secs: list[dict], problems: Sequence[Problem],
+             k: int) -> str:
+    lines = ["# Precursor sets to try", "", question(values), ""]
     lines += [f"- not answered: {p.why}" for p in problems] + ([""] if problems else [])
     for s in secs:
         lines += [f"## {heading(s)}", "", s["trust"], "", "| # | precursors | kind | evidence | recorded recipe |",
@@ -92,11 +92,12 @@ def doi_link(doi: str | None) -> str:
     return f"<a href='https://doi.org/{html.escape(doi)}'>{html.escape(doi)}</a>" if doi else ""
 
 
-def to_html(lib: Library, facts: dict, secs: list[dict], problems: Sequence[Problem], k: int) -> str:
+def to_html(lib: Library, facts: dict, values: Sequence[str], secs: list[dict], problems: Sequence[Problem],
+            k: int) -> str:
     esc = html.escape
     out = ["<!doctype html><html><head><meta charset='utf-8'><title>Precursor sets</title><style>", STYLE,
            "</style></head><body><h1>Precursor sets to try</h1>",
-           f"<p id='question'>{esc(question([s['asked'] for s in secs], problems))}</p>"]
+           f"<p id='question'>{esc(question(values))}</p>"]
     if problems:
         out.append("<ul id='problems'>" + "".join(f"<li class='problem'>not answered: {esc(p.why)}</li>"
                                                   for p in problems) + "</ul>")
