@@ -172,6 +172,7 @@ def he(table: pl.DataFrame, d: dict, seed: int) -> None:
         for which, what in (("numeric", "numeric composition (He et al.'s kind)"), ("written", "written name only")):
             print(f"Targets: {what}\n")
             print("\n".join(markdown(table_of(cell, which=which), "method")), "\n")
+            print("\n".join(markdown(paired(cell, which=which), "difference")), "\n")
         numeric = population(cell, "numeric")
         gap = 0.82 - cell.success[RANKER][numeric, 2].mean()
         print(f"Gap to He et al.'s 82% at top 5, on the numeric-composition targets: {gap:+.3f}\n")

@@ -3,17 +3,18 @@ test years the last 10% of the key reactions' years, test targets grouped by ide
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pytest
 
 from hygrail.kg import NO_YEAR, DataError
 from hygrail.recipes import he_split
-from hygrail.recipes.benchmark import past
+from hygrail.recipes.benchmark import Cell, paired, past, table_of
 from hygrail.recipes.ranker import SetRanker
 from test_recipe_sets import FREE, PRE, VOLATILE, as_table, history, recipe_rows
 
 ELEMENTS = {"BaTiO3": "Ba Ti O", "SrTiO3": "Sr Ti O", "CaTiO3": "Ca Ti O", "Ca-titanate": "Ca Ti O",
-            "SrZrO3": "Sr Zr O"}
+            "SrZrO3": "Sr Zr O", "Ca1-xSrxTiO3": "Ca Sr Ti O"}
 
 
 def rows(spec) -> pl.DataFrame:
@@ -36,6 +37,7 @@ def parts():
         ("CaTiO3", "CaTiO3", ["CaCO3", "TiO2"], "doi/2019c", 2019),  # its same set again: one answer
         ("Ca-titanate", "CaTiO3", ["CaCO3", "TiO2", "Li2CO3"], "doi/2019d", 2019),
         ("SrZrO3", None, ["SrCO3", "ZrO2"], "doi/none", NO_YEAR),  # undated: no part
+        ("Ca1-xSrxTiO3", None, ["CaCO3", "SrCO3", "TiO2"], "doi/2019e", 2019),  # a written name only: no number
     ]
     return he_split.split(rows(spec))
 
@@ -52,7 +54,16 @@ def test_parts_follow_the_linked_groups_earliest_year(parts):
 
 def test_test_targets_are_grouped_by_identity_with_every_set_as_an_answer(parts):
     targets = {t.material: t for t in parts.targets}
-    assert sorted(targets) == ["CaTiO3", "Li28TiO38", "Li29TiO39"]  # "Ca-titanate" is CaTiO3 by composition
+    assert sorted(targets) == ["Ca1-xSrxTiO3", "CaTiO3", "Li28TiO38", "Li29TiO39"]  # "Ca-titanate" is CaTiO3
+    # He et al.'s kind (issue #54, item 3): a numeric composition; the written name is reported apart
+    assert targets["CaTiO3"].numeric and targets["CaTiO3"].composition == "CaTiO3"
+    assert not targets["Ca1-xSrxTiO3"].numeric and not targets["Ca1-xSrxTiO3"].unseen
+    cell = Cell(parts.cutoff, parts.targets, {"x": np.array([[1], [0], [1], [1]], bool),
+                                              "y": np.array([[0], [0], [1], [0]], bool)})
+    assert [t.material for t in cell.targets] == ["Ca1-xSrxTiO3", "CaTiO3", "Li28TiO38", "Li29TiO39"]
+    assert table_of(cell, ks=(5,), which="numeric")["targets"].to_list() == [3, 3]
+    assert table_of(cell, ks=(5,), which="written")["success_at_5"].to_list() == [1.0, 0.0]
+    assert paired(cell, ks=(5,), against="x", which="numeric")["at_5"].to_list() == pytest.approx([1 / 3])
     assert targets["CaTiO3"].answers == {("CaCO3", "TiO2"), ("CaCO3", "Li2CO3", "TiO2")}
     assert targets["CaTiO3"].first_year == 2018 and targets["CaTiO3"].unseen and not targets["CaTiO3"].known
     assert targets["CaTiO3"].elements == frozenset({"Ca", "Ti", "O"})

@@ -33,8 +33,8 @@ formula pymatgen cannot read. On the 2019-12-03 release's 1,810 precursor identi
 unbalanced (155 recipe uses; by hand all slips but SiO: Ba2CO3, Sr2CO3, Li2O3, Ca2CO3, IrO6, Al2O2,
 Na2O3, CeO, Li7OH, Y3O3, ...); experiments/recipes_sets.md lists them.
 
-``kind``: the kind of material its anions make it (oxygen-bearing, halide, chalcogenide, pnictide /
-carbide / boride / silicide, intermetallic), which decides whether a ``metallic`` precursor (a bare
+``kind``: the kind of material its anions make it (oxygen-bearing, chalcogenide, halide, pnictide /
+carbide / boride / silicide, intermetallic, the first that applies), which decides whether a ``metallic`` precursor (a bare
 element or an alloy) is plausible for it (``recipes.library``: measured per kind on the library);
 ``GASES`` are never a precursor as bare elements (O2, N2, H2, Cl2 are the firing atmosphere, not a
 weighed powder). A mixed-anion material holding O (LaFeAsO, Bi2O2Se) is oxygen-bearing here, though
@@ -58,7 +58,7 @@ NON_METALS = frozenset("H He C N O F Ne P S Cl Ar Se Br Kr I Xe At Rn Ts Og".spl
 HALOGENS = frozenset("F Cl Br I".split())
 CHALCOGENS = frozenset("S Se Te".split())
 PNICTOGENS_ETC = frozenset("N P As C B Si".split())
-KINDS = ("oxygen-bearing", "halide", "chalcogenide", "pnictide, carbide, boride or silicide", "intermetallic")
+KINDS = ("oxygen-bearing", "chalcogenide", "halide", "pnictide, carbide, boride or silicide", "intermetallic")
 MAX_ATOMS = 40  # a larger formula is not judged (module docstring)
 
 _TOKEN = re.compile(r"([A-Z][a-z]?)|(\d+(?:\.\d+)?|\.\d+)|([(\[])|([)\]])")
@@ -180,9 +180,9 @@ def kind(elements: Mapping | frozenset | set) -> str:
     els = set(elements)
     if "O" in els:
         return KINDS[0]
-    if els & HALOGENS:
+    if els & CHALCOGENS:  # before the halogens: a thiohalide (Li6PS5Cl) is made like a sulfide
         return KINDS[1]
-    if els & CHALCOGENS:
+    if els & HALOGENS:
         return KINDS[2]
     if els & PNICTOGENS_ETC:
         return KINDS[3]

@@ -179,14 +179,16 @@ def table_of(cell: Cell, ks: Sequence[int] = KS, which: str = "all") -> pl.DataF
     return pl.DataFrame(rows)
 
 
-def paired(cell: Cell, ks: Sequence[int] = KS, against: str = RANKER) -> pl.DataFrame:
-    """``against`` minus each other row, target by target: mean and SE of the success difference at each k."""
+def paired(cell: Cell, ks: Sequence[int] = KS, against: str = RANKER, which: str = "all") -> pl.DataFrame:
+    """``against`` minus each other row, target by target over ``which`` targets (``population``): mean
+    and SE of the success difference at each k."""
+    mask = population(cell, which)
     rows = []
     for name, s in cell.success.items():
         if name == against:
             continue
         row = {"difference": f"{against} - {name}"}
         for j, k in enumerate(ks):
-            row[f"at_{k}"], row[f"at_{k}_se"] = mean_se(cell.success[against][:, j].astype(float) - s[:, j])
+            row[f"at_{k}"], row[f"at_{k}_se"] = mean_se(cell.success[against][mask, j].astype(float) - s[mask, j])
         rows.append(row)
     return pl.DataFrame(rows)

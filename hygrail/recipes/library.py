@@ -33,8 +33,8 @@ the library rarely makes from them. The kind is the material's anion class (``da
 and the rule is read from the library itself (``elemental``: the share of its recipes of each kind
 that use a metallic precursor); a kind allows them when at least ``ELEMENTAL`` = half of its recipes
 use one. On the whole release the kinds split far from that line: oxygen-bearing 1.8% (27,977
-recipes), halides 17.8% (230) against chalcogenides 74.9% (742), pnictides, carbides, borides and
-silicides 86.4% (485) and intermetallics 89.9% (597). So ``Bi + Te`` stays a route to Bi2Te3 while
+recipes), halides 9.2% (185) against chalcogenides 73.7% (787, thiohalides such as Li6PS5Cl among them),
+pnictides, carbides, borides and silicides 86.4% (485) and intermetallics 89.9% (597). So ``Bi + Te`` stays a route to Bi2Te3 while
 ``Cs + CsBr + Pb`` (CsPbBr3, a halide), ``Bi + O + Te`` and ``BaCo3`` (cobalt for C O) for an oxide are
 gone. A recorded set holding a refused precursor is
 adapted like one holding a foreign element (``compose.adapt``): the precursor is dropped and its
