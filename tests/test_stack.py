@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 import scipy.sparse as sp
 
-from hygrail.discovery import entities, entity_page, stack
+from hygrail.discovery import entities, entity_page, entity_retro, stack
 from hygrail.discovery.space import CandidateSpace, ranking
 from hygrail.kg import KG, DataError, Relation, Schema
 
@@ -124,7 +124,7 @@ def test_the_stack_ranks_the_whole_space_and_each_entity(small_run):
     for v, label in list(stack.VARIANTS.items())[:2]:  # the two the small run ranks
         assert abs(1 - answers[f"place {label}"].mean() - m[f"retro_stack_{v}_auc"]) <= p / n
     assert (answers["right_relation_degree"] >= 0).all() and answers["left"].dtype == pl.String
-    each = result.entities.each.filter(pl.col("entities known") == entities.KNOWN_ROW)
+    each = result.entities.each.filter(pl.col("entities known") == entity_retro.KNOWN_ROW)
     assert each.height == m["retro_entity_sources"] and each["answers"].sum() == m["retro_entity_answers"]
     for v, label in list(stack.VARIANTS.items())[:2]:  # the two the small run ranks
         assert each[f"hits@10 {label}"].mean() == pytest.approx(m[f"retro_entity_stack_{v}_hits_at_10"])

@@ -250,10 +250,12 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
     memo = stack.Memo(rows)  # the per-entity rows read each block once for the GNN and the stack
     stacked = {f"stack_{v}": (stack.VARIANTS[v], fitted.scorer(v, space, memo)) for v in d.get("stack") or []} \
         if future is not None else {}
-    if reviewer is not None and f"stack_{rerank.VARIANT}" in stacked:  # the new entities' heads, as they are scored
-        label, scorer = stacked[f"stack_{rerank.VARIANT}"]
-        stacked[f"stack_{rerank.VARIANT}"] = (label, reviewer.heads.capture(scorer, space.dst))
-    result.entities = named_sections(future, memo, stacked, known_rows)
+    cold = cold_rows(cfg, d, split, known, future, fitted) if future is not None else None
+    new_rows = stacked if cold is None else cold.extra  # what ranks the new entities
+    if reviewer is not None and f"stack_{rerank.VARIANT}" in new_rows:  # the new entities' heads, as they are scored
+        label, scorer = new_rows[f"stack_{rerank.VARIANT}"]
+        new_rows[f"stack_{rerank.VARIANT}"] = (label, reviewer.heads.capture(scorer, space.dst))
+    result.entities = named_sections(future, memo, stacked, known_rows, cold)
     if result.entities is not None:
         metrics |= result.entities.metrics
         timer["entities"] = time.perf_counter() - t0
@@ -271,14 +273,34 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
     return result
 
 
+def cold_rows(cfg: DictConfig, d: dict, split, known: KG, future, fitted) -> entities.Cold | None:
+    """How the retrospective ranks the entities first linked after the cutoff (``entities.Cold``): over the
+    cut graph with their descriptions supplied as a user would give them (``KG.describe``: a new
+    material's composition, which the cut graph withholds), the GNN passing messages into them only, and
+    the stack's variants reading their features there; None when nothing was withheld for them (a
+    disease is given by its name: the cut graph itself serves)."""
+    graph = known.describe(future.new_src)
+    if graph is known:
+        return None
+    from hygrail.triage.train import load_scorer
+
+    space = CandidateSpace(graph, known.schema.relation(cfg.relation.name))
+    scorer = load_scorer(split, plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage",
+                         int(d["encode_edges"]), graph=graph)
+    gnn = stack.Memo(GNNBlocks(scorer, space))
+    extra = {f"stack_{v}": (stack.VARIANTS[v], fitted.scorer(v, space, gnn)) for v in d.get("stack") or []}
+    return entities.Cold(space, gnn, extra)
+
+
 def named(cfg: DictConfig, d: dict, wanted: list, new: list, space: CandidateSpace, gnn: GNNBlocks, band: Band, split,
-          future, gnn_block=None, extra=None, known=None, ranker=None) -> entities.EntityReport | None:
+          future, gnn_block=None, extra=None, known=None, cold=None, ranker=None) -> entities.EntityReport | None:
     """The per-entity part: the named entities' lists (and with a cutoff the per-entity retrospective,
-    ``gnn_block``, ``extra``, ``known`` and ``ranker`` as ``entities.entity_report`` reads them), what the graph
+    ``gnn_block``, ``extra``, ``known``, ``cold`` and ``ranker`` as ``entities.entity_report`` reads them), what the graph
     records for each, and the new compositions' sections (``compositions``: ranked by the GNN, whose
     message passing reaches the new node; the stack's neighbour features would need the graph with it)."""
     seed = int(cfg.seed)
-    report = entities.entity_report(d, wanted, space, gnn, band, split, future, seed, gnn_block, extra, ranker, known)
+    report = entities.entity_report(d, wanted, space, gnn, band, split, future, seed, gnn_block, extra, ranker, known,
+                                    cold)
     if not (wanted or new):
         return report
     from hygrail.triage.train import load_scorer
