@@ -481,6 +481,14 @@ def options(d: Mapping, space: CandidateSpace) -> list[Entity]:
     return resolve(space, d.get("entities") or [])
 
 
+def list_for(ranker, space: CandidateSpace, entity: Entity) -> tuple[str, Callable] | None:
+    """What orders ``entity``'s list: ``ranker`` itself, or, given per population (``discover.entity_ranker=ltr``:
+    population -> (label, scorer)), the one of the entity's population in the graph the list is read from."""
+    if not isinstance(ranker, Mapping):
+        return ranker
+    return ranker["known" if space.kg.known[entity.node] else "cold"]
+
+
 @dataclass(frozen=True)
 class Cold:
     """How the new entities of the retrospective are ranked: their space over the cut graph with their
@@ -502,7 +510,8 @@ def entity_report(d: Mapping, wanted: Sequence[Entity], space: CandidateSpace, g
     (``entity_retro.evaluate``); None when there is neither. ``gnn_block``: the GNN's block scorer for
     the evaluation (default ``gnn``; a ``stack.Memo`` shares it with a stack); ``extra``: more learned
     rankings, key -> (label, scorer), evaluated and lifted like the GNN (``discover.stack``,
-    ``discover.entity_ranker``); ``ranker``: what orders the lists (``rank_entity``; None: the GNN);
+    ``discover.entity_ranker``); ``ranker``: what orders the lists (``rank_entity``; None: the GNN; per
+    population: ``list_for``);
     ``known``: row -> the known rows' hits already counted on the whole-space vectors (``RowHits``),
     for the methods they hold; ``cold``: how the new entities are ranked (default: as the known ones,
     when no description was withheld, e.g. a disease given by its name)."""
@@ -511,7 +520,8 @@ def entity_report(d: Mapping, wanted: Sequence[Entity], space: CandidateSpace, g
     schema = space.kg.schema
     rel = space.relation
     years = None if future is None else dict(zip(zip(future.src.tolist(), future.dst.tolist()), future.year.tolist()))
-    lists = [rank_entity(space, gnn, band, e, int(d["entity_k"]), seed, years, ranker) for e in wanted]
+    lists = [rank_entity(space, gnn, band, e, int(d["entity_k"]), seed, years, list_for(ranker, space, e))
+             for e in wanted]
     report = EntityReport(lists, {rel.src: schema.display_name(rel.dst), rel.dst: schema.display_name(rel.src)},
                           metrics={f"discover_entity_seconds_{i}": e.seconds for i, e in enumerate(lists)})
     if future is None:

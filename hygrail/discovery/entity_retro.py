@@ -224,9 +224,9 @@ def summarise(found: Found, labels: Mapping[str, str], ks: Sequence[int]) -> pl.
 
 
 def family(method: str) -> str:
-    """The methods that are one ranking's variants (the stack's), whose margins are never taken
-    against each other: a margin is against the best ranking of another family."""
-    return "stack" if method.startswith("stack_") else method
+    """The methods that are one ranking's variants (the stack's, the per-entity ranker's), whose margins are
+    never taken against each other: a margin is against the best ranking of another family."""
+    return "stack" if method.startswith("stack_") else "ltr" if method.startswith("ltr") else method
 
 
 def lift(found: Found, ks: Sequence[int], learned: Mapping[str, str] = LEARNED

@@ -54,7 +54,7 @@ from omegaconf import DictConfig
 from threadpoolctl import threadpool_limits
 
 from hygrail.data import load_kg
-from hygrail.discovery import compositions, entities, first_answer, options, rerank, stack
+from hygrail.discovery import compositions, entities, first_answer, options, pools, rerank, stack
 from hygrail.discovery.cards import COLUMNS, listed_moves
 from hygrail.discovery.ranked import build_table, entity_cards
 from hygrail.discovery.rankings import evaluate
@@ -160,7 +160,8 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
     gnn = GNNBlocks(scorer, space)
     timer["prepare"] = time.perf_counter() - t0
     fitted, by = None, d.get("entity_ranker", "gnn")
-    ranks_by = by.removeprefix("stack_") if by != "gnn" and wanted else None  # the stack variant ordering the lists
+    # the stack variant ordering the lists (entity_ranker=ltr: the stack with the GNN is one of the lists it chooses from)
+    ranks_by = ("with_gnn" if by == "ltr" else by.removeprefix("stack_")) if by != "gnn" and wanted else None
     retro_variants = [] if d.get("entities_only") else list(d.get("stack") or [])
     variants = list(dict.fromkeys(retro_variants + ([ranks_by] if ranks_by else [])))
     if variants:  # the stacked head, fit on the split's held-out transitions (hygrail/discovery/stack.py)
@@ -176,10 +177,19 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
         reviewer = rerank.Reranker(llm_config(cfg), load_mode(plain(cfg.evidence), plain(cfg.relation)["templates"]),
                                    split, d | {"seed": seed}, Path(cfg.paths.cache) / "tuned")
         timer["rerank_train"] = time.perf_counter() - t0
+    ltr = None
+    ltr_variants = list(d.get("ltr") or []) if cutoff is not None or by == "ltr" else []
+    if ltr_variants:  # the per-entity ranker (pools.py), fit on the split's window, its list chosen per population
+        t0 = time.perf_counter()
+        ltr = pools.build(cfg, d, split, triage, space, fitted, ltr_variants, int(d.get("threads") or cfg.threads))
+        metrics |= ltr.fitted.metrics() | {"ltr_cache_hit": float(ltr.hit)}
+        timer["ltr_fit"] = time.perf_counter() - t0
     ranker = None
     if ranks_by:
         t0 = time.perf_counter()
         ranker = (stack.VARIANTS[ranks_by], fitted.pair_scorer(ranks_by, space))
+        if by == "ltr":
+            ranker = list_by_population(ltr, space, gnn, ranker)
         timer["stack_features"] = time.perf_counter() - t0  # the cut graph's neighbours, read once
     named_sections = lambda future, *more: named(cfg, d, wanted, new, space, gnn, band, split, future, *more,  # noqa: E731
                                                  ranker=ranker)
@@ -250,7 +260,10 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
     memo = stack.Memo(rows)  # the per-entity rows read each block once for the GNN and the stack
     stacked = {f"stack_{v}": (stack.VARIANTS[v], fitted.scorer(v, space, memo)) for v in d.get("stack") or []} \
         if future is not None else {}
-    cold = cold_rows(cfg, d, split, known, future, fitted) if future is not None else None
+    cold = cold_rows(cfg, d, split, known, future, fitted, ltr) if future is not None else None
+    if ltr is not None and future is not None:  # the per-entity ranker's variants, beside the stack's
+        here = ltr.inputs(space, memo)
+        stacked |= {v: (pools.VARIANTS[v], ltr.scorer(v, here)) for v in ltr.fitted.rankers}
     new_rows = stacked if cold is None else cold.extra  # what ranks the new entities
     if reviewer is not None and f"stack_{rerank.VARIANT}" in new_rows:  # the new entities' heads, as they are scored
         label, scorer = new_rows[f"stack_{rerank.VARIANT}"]
@@ -273,7 +286,16 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
     return result
 
 
-def cold_rows(cfg: DictConfig, d: dict, split, known: KG, future, fitted) -> entities.Cold | None:
+def list_by_population(ltr: "pools.Built", space: CandidateSpace, gnn: GNNBlocks, stacked: tuple) -> dict:
+    """``discover.entity_ranker=ltr``: population -> (label, pair scorer) of the list the pre-cutoff check chose
+    for it (``pools.check_and_choose``: the GNN, the stack with the GNN, the per-entity ranker's variants)."""
+    here = ltr.inputs(space, gnn)
+    lists = {"gnn": ("GNN", gnn.pairs), "stack_with_gnn": stacked}
+    lists |= {v: (pools.VARIANTS[v], ltr.scorer(v, here).pairs) for v in ltr.fitted.rankers}
+    return {pop: lists[ltr.fitted.choice.get(pop, "stack_with_gnn")] for pop in pools.POPULATIONS}
+
+
+def cold_rows(cfg: DictConfig, d: dict, split, known: KG, future, fitted, ltr=None) -> entities.Cold | None:
     """How the retrospective ranks the entities first linked after the cutoff (``entities.Cold``): over the
     cut graph with their descriptions supplied as a user would give them (``KG.describe``: a new
     material's composition, which the cut graph withholds), the GNN passing messages into them only, and
@@ -289,6 +311,9 @@ def cold_rows(cfg: DictConfig, d: dict, split, known: KG, future, fitted) -> ent
                          int(d["encode_edges"]), graph=graph)
     gnn = stack.Memo(GNNBlocks(scorer, space))
     extra = {f"stack_{v}": (stack.VARIANTS[v], fitted.scorer(v, space, gnn)) for v in d.get("stack") or []}
+    if ltr is not None:
+        here = ltr.inputs(space, gnn)
+        extra |= {v: (pools.VARIANTS[v], ltr.scorer(v, here)) for v in ltr.fitted.rankers}
     return entities.Cold(space, gnn, extra)
 
 

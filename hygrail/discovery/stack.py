@@ -292,13 +292,7 @@ def fit(split, triage_scores, variants: Sequence[str], compatible: Mapping | Non
     names' vectors (``hygrail.names.NameVectors``; None: no ``name_cos``)."""
     _check_variants(variants, triage_scores is not None)
     t0 = time.perf_counter()
-    rows, graphs = held_out_rows(split)
-    rows = balanced(rows, seed)
-    feats = {id(g): Features(g, split.relation, compatible, names) for g in graphs.values()}
-    scores = (None, None) if triage_scores is None else (triage_scores.val, triage_scores.test)
-    x_val, y_val, p_val = _rows(rows, "val", scores[0], feats[id(graphs["val"])])
-    x_test, y_test, p_test = _rows(rows, "test", scores[1], feats[id(graphs["test"])])
-    cols = [*feats[id(graphs["val"])].names, "gnn"]
+    (x_val, y_val, p_val), (x_test, y_test, p_test), cols = _held_out(split, triage_scores, compatible, names, seed)
     check, models = {}, {v: {} for v in variants}
     for pop in POPULATIONS:
         prefix = "stack_check_" if pop == "known" else f"stack_check_{pop}_"
@@ -324,6 +318,32 @@ def fit(split, triage_scores, variants: Sequence[str], compatible: Mapping | Non
         for v in variants:
             models[v][pop] = _trees(x[:, columns(v, cols)], y, seed)
     return StackFit(models, check, time.perf_counter() - t0, compatible, gnn, names)
+
+
+def _held_out(split, triage_scores, compatible: Mapping | None, names, seed: int):
+    """((x, y, population) of the validation rows, the same of the test rows, the columns): the held-out
+    rows (``held_out_rows``, ``balanced``) with their features read from their feature graphs."""
+    rows, graphs = held_out_rows(split)
+    rows = balanced(rows, seed)
+    feats = {id(g): Features(g, split.relation, compatible, names) for g in graphs.values()}
+    scores = (None, None) if triage_scores is None else (triage_scores.val, triage_scores.test)
+    val = _rows(rows, "val", scores[0], feats[id(graphs["val"])])
+    test = _rows(rows, "test", scores[1], feats[id(graphs["test"])])
+    return val, test, [*feats[id(graphs["val"])].names, "gnn"]
+
+
+def validation_heads(split, triage_scores, compatible: Mapping | None, names, seed: int, variant: str = "with_gnn"
+                     ) -> dict[str, HistGradientBoostingClassifier]:
+    """``variant``'s heads fit on the validation rows alone, as the check fits them (population -> trees):
+    what another pre-cutoff check ranks the test part's entities with (``pools.check_and_choose``)."""
+    (x, y, p), _, cols = _held_out(split, triage_scores, compatible, names, seed)
+    c = columns(variant, cols)
+    out = {}
+    for pop in POPULATIONS:
+        keep = p == pop
+        if min(int(y[keep].sum()), int((y[keep] == 0).sum())) >= (2 if pop == "known" else MIN_CLASS):
+            out[pop] = _trees(x[keep][:, c], y[keep], seed)
+    return out
 
 
 def fit_cached(cache: Path | None, split, triage_scores, variants: Sequence[str], compatible: Mapping | None = None,
