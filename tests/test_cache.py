@@ -250,3 +250,54 @@ def test_a_read_only_cache_folder_is_one_line(tmp_path):
             DiskCache(tmp_path / "ro").get_or_create("k", lambda d: None, what="x")
     finally:
         (tmp_path / "ro").chmod(0o755)
+
+
+# -- nothing read runs code -------------------------------------------------------------------------------
+def _calls(tree):
+    """(dotted name of the called function, the call node) of every call in ``tree``."""
+    import ast
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            yield ast.unparse(node.func), node
+
+
+def test_no_cache_path_can_run_code_when_read():
+    """README's trust paragraph, checked on the source: no module of the package imports pickle or a
+    pickle-based loader, every ``torch.load`` (direct or through ``partial``) and Lightning resume says
+    ``weights_only=True``, and no ``np.load`` allows pickles."""
+    import ast
+
+    bad = []
+    for path in sorted((ROOT / "hygrail").rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        where = path.relative_to(ROOT)
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for n in names:
+                if n.split(".")[0] in {"pickle", "cPickle", "dill", "cloudpickle", "joblib", "shelve", "marshal"}:
+                    bad.append(f"{where}:{node.lineno}: imports {n}")
+        for func, call in _calls(tree):
+            kw = {k.arg: k.value for k in call.keywords}
+            flag = lambda name: isinstance(kw.get(name), ast.Constant) and kw[name].value is True  # noqa: E731
+            loads_torch = func == "torch.load" or (func == "partial" and call.args and ast.unparse(call.args[0]) == "torch.load")
+            if loads_torch and not flag("weights_only"):
+                bad.append(f"{where}:{call.lineno}: torch.load without weights_only=True")
+            if func.endswith("trainer.fit") and "ckpt_path" in kw and not flag("weights_only"):
+                bad.append(f"{where}:{call.lineno}: a Lightning resume without weights_only=True")
+            if func in ("np.load", "numpy.load") and "allow_pickle" in kw and not (
+                    isinstance(kw["allow_pickle"], ast.Constant) and kw["allow_pickle"].value is False):
+                bad.append(f"{where}:{call.lineno}: np.load allowing pickles")
+            if func.endswith(("read_pickle", "pickle.load", "pickle.loads")):
+                bad.append(f"{where}:{call.lineno}: {func}")
+    assert not bad, "\n".join(bad)
+
+
+def test_an_entry_that_fails_to_read_once_written_is_a_bug_not_damage(tmp_path):
+    def read(entry: Path):
+        raise ValueError("read does not match write")
+
+    with pytest.raises(ValueError, match="read does not match write"):
+        DiskCache(tmp_path).get_or_create("k", lambda d: None, read)
+    assert not list(tmp_path.glob("k.damaged-*"))
