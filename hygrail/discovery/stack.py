@@ -348,7 +348,8 @@ def validation_heads(split, triage_scores, compatible: Mapping | None, names, se
 
 def fit_cached(cache: Path | None, split, triage_scores, variants: Sequence[str], compatible: Mapping | None = None,
                gnn=None, seed: int = 0, names=None, split_key: str | None = None) -> tuple[StackFit, bool]:
-    """(``fit``'s result, whether it came from ``cache``): the trees are kept under ``cache`` keyed by
+    """(``fit``'s result, whether it came from ``cache``): the trees are kept under ``cache`` as arrays
+    and JSON (``hygrail.treeio``: nothing read runs code; a damaged entry is fit again), keyed by
     the GNN's triage cache key (which hashes the split, its graphs and the backbone; ``split_key``, the
     same key, when the stack is fit without the GNN's scores), the variants, the compatibility option,
     the names' model, the seed, this module's ``VERSION`` and scikit-learn's version, so a later query
@@ -357,32 +358,35 @@ def fit_cached(cache: Path | None, split, triage_scores, variants: Sequence[str]
     _check_variants(variants, triage_scores is not None)
     if cache is None:
         return fit(split, triage_scores, variants, compatible, gnn, seed, names), False
-    import pickle
-    from operator import itemgetter
+    import json
 
     import sklearn
 
+    from hygrail import treeio
     from hygrail.cache import DiskCache, content_key, load
 
     key = content_key(VERSION, triage_scores.key if triage_scores is not None else ["no gnn", split_key],
                       list(variants), compatible or {}, None if names is None else names.model, int(seed),
-                      sklearn.__version__)
+                      sklearn.__version__, treeio.FORMAT)
     done: list[StackFit] = []
 
     def write(tmp: Path) -> None:
         done.append(fit(split, triage_scores, variants, compatible, gnn, seed, names))
-        with open(tmp / "stack.pkl", "wb") as f:
-            pickle.dump({"models": done[0].models, "check": done[0].check, "seconds": done[0].seconds}, f)
+        for v, heads in done[0].models.items():
+            for pop, model in heads.items():
+                treeio.save(model, tmp, f"{v}.{pop}")
+        (tmp / "stack.json").write_text(json.dumps({"heads": {v: list(h) for v, h in done[0].models.items()},
+                                                    "check": done[0].check, "seconds": done[0].seconds}, indent=1))
 
     def read(folder: Path) -> StackFit:
         if done:  # just fit and written: nothing to read back
             return done[0]
-        # our own cache folder (README: paths.cache must be writable by no one else); unreadable: fit again
-        models, check = load(folder / "stack.pkl", lambda f: itemgetter("models", "check")(pickle.loads(f.read_bytes())))
-        # seconds: this run's fit, 0.0 on a hit (as the GNN's gnn_fit_seconds); the cached fit's own is in stack.pkl
-        return StackFit(models, check, 0.0, compatible, gnn, names)
+        kept = load(folder / "stack.json", lambda f: json.loads(f.read_text()))
+        models = {v: {pop: treeio.read(folder, f"{v}.{pop}") for pop in pops} for v, pops in kept["heads"].items()}
+        # seconds: this run's fit, 0.0 on a hit (as the GNN's gnn_fit_seconds); the cached fit's own is in stack.json
+        return StackFit(models, kept["check"], 0.0, compatible, gnn, names)
 
-    return DiskCache(cache).get_or_create(key, write, read)
+    return DiskCache(cache).get_or_create(key, write, read, what="the stacked ranker's trees")
 
 
 def columns(variant: str, names: Sequence[str]) -> np.ndarray:
