@@ -362,7 +362,7 @@ def fit_cached(cache, key_parts: Sequence, split, inputs_for: Callable[[KG], Inp
         meta = load(folder / "check.json", lambda f: json.loads(f.read_text()))
         return Fitted(rankers, meta["check"], meta["choice"], 0.0)
 
-    return DiskCache(Path(cache)).get_or_create(key, write, read)
+    return DiskCache(Path(cache)).get_or_create(key, write, read, what="the per-entity ranker's models")
 
 
 # -- what a discovery run builds (``discovery/run.py``) ----------------------------------------------------
