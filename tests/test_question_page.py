@@ -342,3 +342,22 @@ def test_a_suggestion_that_contradicts_the_record_is_flagged_on_the_page(hpo):
     # no flag anywhere: no 'contradicts' column
     s.table = s.table.with_columns(pl.lit("").alias("contradicts"))
     assert "contradicts" not in entity_page.question_html(summary, [s])
+
+
+def test_the_whole_run_page_lists_the_source_ids_too(hpo):
+    """The full discovery page (a walk, reviews) puts the named entities' sections before its ranked table;
+    their lists carry the source ids beside the node ids."""
+    from hygrail.discovery import entity_page
+    from hygrail.discovery.entities import EntityList, EntityReport
+
+    kg = hpo
+    space = CandidateSpace(kg, kg.schema.relation("hpo_dis_phe"))
+    noonan, = entities.resolve(space, ["Noonan syndrome 1"])
+    ids = [_node(kg, "Microcephaly"), _node(kg, "Seizure")]
+    table = pl.DataFrame({"rank": [1, 2], "partner": [kg.names[i] for i in ids], "id": ids, "score": [0.9, 0.8],
+                          "region": ["auto_accept", "routed"], "future_year": pl.Series([None, None], dtype=pl.Int32)})
+    report = EntityReport([EntityList(noonan, table, 40, 0.01)], {"Disease": "clinical feature"})
+    md = entity_page.markdown(report, kg)
+    assert "| rank | clinical feature | source id | id | GNN score | region |" in md
+    assert f"| 1 | Microcephaly | HP:0000252 | {ids[0]} | 0.9000 | auto_accept |" in md
+    assert "source id" not in entity_page.markdown(report)  # without the graph, as before

@@ -48,12 +48,16 @@ def _cells(df: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
     return [c.replace("_at_", "@") for c in cols], rows
 
 
-def _sections(report: EntityReport) -> list[tuple[str, str, pl.DataFrame | None, EntityList | None]]:
+def _sections(report: EntityReport, kg: KG | None = None) -> list[tuple[str, str, pl.DataFrame | None, EntityList | None]]:
     """(level, heading, table, the entity's list) of each part: per-entity lists, then the
-    retrospective table."""
+    retrospective table; ``kg``: the graph ranked, whose source ids (``KG.keys``) join each list."""
     parts = [("2", "Per-entity discovery", None, None)] if report.lists else []
     for e in report.lists:
-        t = e.table.rename({"partner": report.partner_type[e.entity.node_type], "score": f"{e.ranker} score",
+        t = e.table
+        if kg is not None and any(kg.keys):
+            keys = pl.Series("source id", [kg.keys[i] for i in t["id"].to_list()], pl.String)
+            t = t.select(*t.columns[:2], keys, *t.columns[2:])
+        t = t.rename({"partner": report.partner_type[e.entity.node_type], "score": f"{e.ranker} score",
                             "gnn_score": "GNN score", "gnn_rank": "GNN rank"}, strict=False)
         if e.ranker != "GNN":  # the band and its regions are the GNN's (calibrated on its scores), not the ranker's
             t = t.rename({"region": "GNN region"}, strict=False)
@@ -91,9 +95,9 @@ def _md_table(cols: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
             *("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows), ""]
 
 
-def markdown(report: EntityReport) -> str:
+def markdown(report: EntityReport, kg: KG | None = None) -> str:
     lines = []
-    for level, head, table, e in _sections(report):
+    for level, head, table, e in _sections(report, kg):
         lines += [head if level == "p" else "#" * int(level) + " " + head, ""]
         if level == "2" and table is not None:
             lines += [report.note, ""]
@@ -106,10 +110,10 @@ def markdown(report: EntityReport) -> str:
     return "\n".join(lines)
 
 
-def to_html(report: EntityReport) -> str:
+def to_html(report: EntityReport, kg: KG | None = None) -> str:
     esc = html.escape
     out = []
-    for level, head, table, e in _sections(report):
+    for level, head, table, e in _sections(report, kg):
         out.append(f"<p class='entity'>{esc(head)}</p>" if level == "p" else f"<h{level} class='entity'>{esc(head)}</h{level}>")
         if level == "2" and table is not None:
             out.append(f"<p>{esc(report.note)}</p>")
@@ -137,10 +141,11 @@ def to_html(report: EntityReport) -> str:
 MARKERS = {"hypotheses.md": "## Ranked hypotheses", "index.html": "<h2>Ranked hypotheses</h2>"}
 
 
-def add_to_report(report: EntityReport, out: Path) -> None:
-    """The sections into ``out``'s hypotheses.md and index.html; the retrospective table also as
-    ``retrospective_entities.csv``, its rows entity by entity as ``retrospective_per_entity.csv``."""
-    for name, fragment in (("hypotheses.md", markdown(report) + "\n"), ("index.html", to_html(report))):
+def add_to_report(report: EntityReport, out: Path, kg: KG | None = None) -> None:
+    """The sections into ``out``'s hypotheses.md and index.html (``kg``: the graph ranked, for its source
+    ids); the retrospective table also as ``retrospective_entities.csv``, its rows entity by entity as
+    ``retrospective_per_entity.csv``."""
+    for name, fragment in (("hypotheses.md", markdown(report, kg) + "\n"), ("index.html", to_html(report, kg))):
         page = (out / name).read_text()
         if MARKERS[name] not in page:
             raise RuntimeError(f"{out / name}: no {MARKERS[name]!r} to put the per-entity sections before "

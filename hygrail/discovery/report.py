@@ -185,7 +185,7 @@ def write_report(result: Discovery) -> Path:
     write_markdown(result.table, result.summary, result.retro, out)
     write_html(result.table, result.summary, result.retro, figure, out)
     if result.entities is not None:
-        add_to_report(result.entities, out)
+        add_to_report(result.entities, out, result.graph)
     if result.lists is not None:
         result.lists.write_parquet(out / "entity_lists.parquet")
     (out / "metrics.json").write_text(json.dumps(result.metrics, indent=1, default=float))
