@@ -57,7 +57,7 @@ from omegaconf import DictConfig, OmegaConf
 from threadpoolctl import threadpool_limits
 
 from hygrail.data import data_path, load_kg
-from hygrail.discovery import compositions, entities, entity_page, first_answer, options, rerank, stack
+from hygrail.discovery import compositions, entities, entity_page, first_answer, options, pools, rerank, stack
 from hygrail.discovery.backtest import plural
 from hygrail.discovery.cards import COLUMNS, listed_moves
 from hygrail.discovery.ranked import build_table, entity_cards
@@ -176,7 +176,8 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
     gnn = GNNBlocks(scorer, space)
     timer["prepare"] = time.perf_counter() - t0
     fitted, by = None, d.get("entity_ranker", "gnn")
-    ranks_by = by.removeprefix("stack_") if by != "gnn" and wanted else None  # the stack variant ordering the lists
+    # the stack variant ordering the lists (entity_ranker=ltr: the stack with the GNN is one of the lists it chooses from)
+    ranks_by = ("with_gnn" if by == "ltr" else by.removeprefix("stack_")) if by != "gnn" and wanted else None
     retro_variants = [] if d.get("entities_only") else list(d.get("stack") or [])
     variants = list(dict.fromkeys(retro_variants + ([ranks_by] if ranks_by else [])))
     if variants:  # the stacked head, fit on the split's held-out transitions (hygrail/discovery/stack.py)
@@ -192,10 +193,19 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
         reviewer = rerank.Reranker(llm_config(cfg), load_mode(plain(cfg.evidence), plain(cfg.relation)["templates"]),
                                    split, d | {"seed": seed}, Path(cfg.paths.cache) / "tuned")
         timer["rerank_train"] = time.perf_counter() - t0
+    ltr = None
+    ltr_variants = list(d.get("ltr") or []) if cutoff is not None or by == "ltr" else []
+    if ltr_variants:  # the per-entity ranker (pools.py), fit on the split's window, its list chosen per population
+        t0 = time.perf_counter()
+        ltr = pools.build(cfg, d, split, triage, space, fitted, ltr_variants, int(d.get("threads") or cfg.threads))
+        metrics |= ltr.fitted.metrics() | {"ltr_cache_hit": float(ltr.hit)}
+        timer["ltr_fit"] = time.perf_counter() - t0
     ranker = None
     if ranks_by:
         t0 = time.perf_counter()
         ranker = (stack.VARIANTS[ranks_by], fitted.pair_scorer(ranks_by, space))
+        if by == "ltr":
+            ranker = list_by_population(ltr, space, gnn, ranker)
         timer["stack_features"] = time.perf_counter() - t0  # the cut graph's neighbours, read once
     named_sections = lambda future, *more: named(cfg, d, wanted, new, space, gnn, band, split, future, *more,  # noqa: E731
                                                  ranker=ranker)
@@ -266,10 +276,15 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
     memo = stack.Memo(rows)  # the per-entity rows read each block once for the GNN and the stack
     stacked = {f"stack_{v}": (stack.VARIANTS[v], fitted.scorer(v, space, memo)) for v in d.get("stack") or []} \
         if future is not None else {}
-    if reviewer is not None and f"stack_{rerank.VARIANT}" in stacked:  # the new entities' heads, as they are scored
-        label, scorer = stacked[f"stack_{rerank.VARIANT}"]
-        stacked[f"stack_{rerank.VARIANT}"] = (label, reviewer.heads.capture(scorer, space.dst))
-    result.entities = named_sections(future, memo, stacked, known_rows)
+    cold = cold_rows(cfg, d, split, known, future, fitted, ltr) if future is not None else None
+    if ltr is not None and future is not None:  # the per-entity ranker's variants, beside the stack's
+        here = ltr.inputs(space, memo)
+        stacked |= {v: (pools.VARIANTS[v], ltr.scorer(v, here)) for v in ltr.fitted.rankers}
+    new_rows = stacked if cold is None else cold.extra  # what ranks the new entities
+    if reviewer is not None and f"stack_{rerank.VARIANT}" in new_rows:  # the new entities' heads, as they are scored
+        label, scorer = new_rows[f"stack_{rerank.VARIANT}"]
+        new_rows[f"stack_{rerank.VARIANT}"] = (label, reviewer.heads.capture(scorer, space.dst))
+    result.entities = named_sections(future, memo, stacked, known_rows, cold)
     if result.entities is not None:
         metrics |= result.entities.metrics
         timer["entities"] = time.perf_counter() - t0
@@ -287,14 +302,46 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
     return result
 
 
+def list_by_population(ltr: "pools.Built", space: CandidateSpace, gnn: GNNBlocks, stacked: tuple) -> dict:
+    """``discover.entity_ranker=ltr``: population -> (label, pair scorer) of the list the pre-cutoff check chose
+    for it (``pools.check_and_choose``: the GNN, the stack with the GNN, the per-entity ranker's variants)."""
+    here = ltr.inputs(space, gnn)
+    lists = {"gnn": ("GNN", gnn.pairs), "stack_with_gnn": stacked}
+    lists |= {v: (pools.VARIANTS[v], ltr.scorer(v, here).pairs) for v in ltr.fitted.rankers}
+    return {pop: lists[ltr.fitted.choice.get(pop, "stack_with_gnn")] for pop in pools.POPULATIONS}
+
+
+def cold_rows(cfg: DictConfig, d: dict, split, known: KG, future, fitted, ltr=None) -> entities.Cold | None:
+    """How the retrospective ranks the entities first linked after the cutoff (``entities.Cold``): over the
+    cut graph with their descriptions supplied as a user would give them (``KG.describe``: a new
+    material's composition, which the cut graph withholds), the GNN passing messages into them only, and
+    the stack's variants reading their features there; None when nothing was withheld for them (a
+    disease is given by its name: the cut graph itself serves)."""
+    graph = known.describe(future.new_src)
+    if graph is known:
+        return None
+    from hygrail.triage.train import load_scorer
+
+    space = CandidateSpace(graph, known.schema.relation(cfg.relation.name))
+    scorer = load_scorer(split, plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage",
+                         int(d["encode_edges"]), graph=graph)
+    gnn = stack.Memo(GNNBlocks(scorer, space))
+    extra = {f"stack_{v}": (stack.VARIANTS[v], fitted.scorer(v, space, gnn)) for v in d.get("stack") or []}
+    if ltr is not None:
+        here = ltr.inputs(space, gnn)
+        extra |= {v: (pools.VARIANTS[v], ltr.scorer(v, here)) for v in ltr.fitted.rankers}
+    return entities.Cold(space, gnn, extra)
+
+
 def named(cfg: DictConfig, d: dict, wanted: list, new: list, space: CandidateSpace, gnn: GNNBlocks, band: Band, split,
-          future, gnn_block=None, extra=None, known=None, ranker=None) -> entities.EntityReport | None:
+          future, gnn_block=None, extra=None, known=None, cold=None, ranker=None) -> entities.EntityReport | None:
     """The per-entity part: the named entities' lists (and with a cutoff the per-entity retrospective,
-    ``gnn_block``, ``extra``, ``known`` and ``ranker`` as ``entities.entity_report`` reads them), what the graph
+    ``gnn_block``, ``extra``, ``known``, ``cold`` and ``ranker`` as ``entities.entity_report`` reads them), what the graph
     records for each, and the new compositions' sections (``compositions``: ranked by the GNN, whose
     message passing reaches the new node; the stack's neighbour features would need the graph with it)."""
     seed = int(cfg.seed)
-    report = entities.entity_report(d, wanted, space, gnn, band, split, future, seed, gnn_block, extra, ranker, known)
+    report = entities.entity_report(d, wanted, space, gnn, band, split, future, seed, gnn_block, extra, ranker, known,
+                                    cold)
     if not (wanted or new):
         return report
     from hygrail.triage.train import load_scorer
