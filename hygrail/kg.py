@@ -145,7 +145,8 @@ class KG:
         """``masked``: pairs (u, v) withheld from the graph but known to be linked (module docstring);
         ``ancestors``: N x N sparse, [i, j] != 0 iff node j is a proper ancestor of node i in the
         KG's ontology hierarchy (transitively closed; None: no hierarchy). ``nodes`` may carry a
-        ``created`` column: the year a node came into being (null: unknown; ``known``)."""
+        ``created`` column: the year a node came into being (null: unknown; ``known``), and a ``key``
+        column: its id in the source (``keys``)."""
         self.schema = schema
         self.created: np.ndarray | None = (nodes["created"].cast(pl.Int32).fill_null(NO_YEAR).to_numpy()
                                            if "created" in nodes.columns else None)
@@ -154,6 +155,7 @@ class KG:
             pl.int_range(pl.len(), dtype=pl.Int64).alias("id"),
             pl.col("name").cast(pl.String),
             pl.col("type").cast(pl.String),
+            *([pl.col("key").cast(pl.String)] if "key" in nodes.columns else []),  # a source's own id (``key``)
         )
         u, v = edges["u"].cast(pl.Int64), edges["v"].cast(pl.Int64)
         self.edges = pl.DataFrame(
@@ -236,6 +238,12 @@ class KG:
 
     def label(self, node: int) -> str:
         return self.names[node]
+
+    @cached_property
+    def keys(self) -> list[str | None]:
+        """Each node's id in its source (HPO's 'OMIM:154700', 'HP:0001166'), where the loader keeps a
+        ``key`` column; None for every node otherwise."""
+        return self.nodes["key"].to_list() if "key" in self.nodes.columns else [None] * self.num_nodes
 
     def type_of(self, node: int) -> str:
         return self.schema.node_types[self.node_types[node]]

@@ -283,19 +283,23 @@ def test_a_discovery_run_writes_the_new_composition_and_what_is_recorded(tmp_pat
     cfg.discover.entities_only = True
     only = discover(cfg)
     out_only = write_report(only)
-    assert out_only == out.with_name(f"{cfg.backbone.name}-seed{cfg.seed}-entities")  # beside the whole run's, no LLM named
+    # beside the whole run's, one folder per question (issue #56), named by what was asked
+    assert out_only.parent == out.parent and out_only.name.startswith(f"{kg.label(known)}+Li2FeTiO4-")
     for a, b in zip(result.entities.lists, only.entities.lists, strict=True):
         # the whole run adds each row's verdict (the band, the reviews); entities_only reviews nothing
         assert a.table.drop("verdict").equals(b.table) and [h for h, _ in a.parts] == [h for h, _ in b.parts]
         assert all(x.equals(y) for (_, x), (_, y) in zip(a.parts, b.parts) if x is not None)
-    assert only.summary["lead"][0].startswith(f"Ranked by {cfg.backbone.name}: only the ")
+    assert only.summary["lead"][0].startswith("Each list ranks the precursors not recorded for it (csv, whole graph) by GNN")
     m = json.loads((out_only / "metrics.json").read_text())
     assert m["discover_entities_only"] == 1.0 and m["gnn_cache_hit"] == 1.0 and "discover_seconds_score" not in m
     assert only.table.height == 0 and only.table.columns == result.table.columns
     md = (out_only / "hypotheses.md").read_text()
-    assert md.startswith("# HyGRAIL discovery: Target-Precursor candidates of 2 named entities (csv, whole graph)")
-    assert "were not walked, so there is no global ranking, no count per region and no LLM review" in md
-    assert "### Target 'Li2FeTiO4' (id " in md and md.index("## Per-entity discovery") < md.index("## Ranked hypotheses")
+    assert md.startswith(f"# Precursors not yet recorded for {kg.label(known)}, Li2FeTiO4")
+    assert "were not walked, so there is no global ranking, no count per region and no LLM review" in \
+        md.split("<summary>Run details</summary>")[1]  # the run's details, last
+    # the new composition's section holds its parts; the known target's recorded precursors are listed whole
+    assert "## Li2FeTiO4\n" in md and "New composition: 'Li2FeTiO4' is no Target of the graph" in md
+    assert f"Recorded for it: {rec.height} precursors" in md and "## Ranked hypotheses" not in md
 
 
 @pytest.mark.parametrize("overrides, message", [

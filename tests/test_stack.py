@@ -316,11 +316,12 @@ def test_a_first_answer_comes_before_the_gnn_and_the_page_is_rewritten_after(tmp
     result = run.discover(cfg)
     first, = seen
     assert "First answer, ranked by Stack without GNN (discover.first_answer)" in first
-    assert "Stack without GNN ranking" in first and "| GNN rank |" not in first and "| Stack without GNN score |" in first
-    assert "first answer (the stack without the GNN" in capsys.readouterr().out
+    assert "| GNN rank |" not in first and "| score (Stack without GNN) |" in first
+    printed = capsys.readouterr().out
+    assert "first answer (the stack without the GNN" in printed and "\n  1. " in printed  # its first five, printed
     assert result.entities.lists[0].ranker == "Stack (trees + GNN)" and "first_answer_seconds" not in result.metrics
     final = (write_report(result) / "hypotheses.md").read_text()
-    assert "First answer" not in final and "Stack (trees + GNN) ranking" in final
+    assert "First answer" not in final and "| score (Stack (trees + GNN)) |" in final
     seen.clear()
     run.discover(cfg)
     assert len(seen) == 1 and "First answer" not in seen[0]  # cached: the page read is the last full one

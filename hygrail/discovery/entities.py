@@ -11,11 +11,12 @@ GNN's score, rank and band region beside), ties by ``space.tiebreak`` as every r
 discovery; the best ``discover.entity_k`` as a section of the report (``hypotheses.md``, ``index.html``;
 ``entity_page`` writes the sections).
 
-Naming an entity (``resolve``): a node id (the ``left_id`` / ``right_id`` of the report's table: the
-loaders keep no source keys such as HPO's OMIM ids beyond the names made unique with them), else,
-among the nodes of the relation's two types, the exact name, else the name case-insensitively, else
-accent-free (Unicode NFKD, accents dropped, casefolded: 'Alstrom syndrome' matches 'Alström
-syndrome'), else the name less a trailing source key. Twins are one entity in several sources: nodes
+Naming an entity (``resolve``): a node id (the ``left_id`` / ``right_id`` of the report's table), else a
+source's own id where the loader keeps them (``KG.keys``: HPO's 'OMIM:154700', 'ORPHA:558',
+'HP:0001166'; that node only, as a name written with its key), else, among the nodes of the relation's
+two types, the exact name, else the name case-insensitively, else accent-free (Unicode NFKD, accents
+dropped, casefolded: 'Alstrom syndrome' matches 'Alström syndrome'), else the name less a trailing
+source key; each entity says how it matched (``Entity.matched``, on the page). Twins are one entity in several sources: nodes
 of one type whose names agree once keys and accents are dropped, but not in case only (a chemical
 formula: 'CO' is not 'Co'; HPO's 'MEND syndrome' / 'Mend syndrome' must be written exactly or by
 id). HPO's loader appends " (<key>)" to a name several keys share, so 'Marfan syndrome' is 'Marfan
@@ -140,6 +141,8 @@ class Entity:
     relation: str = ""  # the relation it was named for (``known_on_twins`` reads its partners over it)
     also: tuple[int, ...] = ()  # nodes of the relation's other type its name also names (``resolve``)
     also_type: str = ""  # their type
+    asked: str = field(default="", compare=False)  # what ``discover.entities`` said (``resolve``)
+    matched: str = field(default="", compare=False)  # how it matched: 'source id', 'exact name', ... (``_node``)
 
     def __str__(self) -> str:
         return f"{self.node_type} '{self.name}' (id {self.node})"
@@ -148,6 +151,9 @@ class Entity:
 # -- naming entities ------------------------------------------------------------------------------
 # a name a loader made unique with its source key: "Marfan syndrome (OMIM:154700)" (hygrail/data/hpo.py)
 _KEYED = re.compile(r"^(.+) \(([A-Za-z][\w.-]*:[^\s()]+)\)$")
+_SOURCE_ID = re.compile(r"^[A-Za-z][\w.-]*:\S+$")  # a source's own id: 'OMIM:154700', 'HP:0001166'
+# how a name matched (``_node``'s stages, in order), as the page says it
+MATCHED = ("exact name", "name, case aside", "name, accents aside", "name less its source id")
 
 
 def _fold(text: str) -> str:
@@ -194,9 +200,10 @@ def resolve(space: CandidateSpace, given: Sequence) -> list[Entity]:
     for value in given:
         text, only = _typed(value, types)
         mine = pool if only == types else np.concatenate([kg.nodes_of_type(t) for t in only])
-        nodes, also = _node(kg, text, only, mine, [kg.names[i] for i in mine], twins)
+        nodes, also, how = _node(kg, text, only, mine, [kg.names[i] for i in mine], twins)
         other = kg.type_of(also[0]) if also else ""
-        group = [Entity(i, kg.label(i), kg.type_of(i), tuple(twins(i)), rel.name, tuple(also), other) for i in nodes]
+        group = [Entity(i, kg.label(i), kg.type_of(i), tuple(twins(i)), rel.name, tuple(also), other, str(value).strip(),
+                        how[i]) for i in nodes]
         kept = [e for e in group if e.node in known]
         if not kept:
             one = len(group) == 1
@@ -218,11 +225,12 @@ def _typed(value, types: list[str]) -> tuple[object, list[str]]:
 
 
 def _node(kg: KG, value, types: list[str], pool: np.ndarray, names: list[str],
-          twins: Callable[[int], list[int]]) -> tuple[list[int], list[int]]:
-    """(the node ``value`` names, with its twins unless named by id or with its key; the nodes of the
-    relation's other type the name also names): a name of one node (or twins) of each type means the
-    relation's source type, the question asked of it (a chemist's BaTiO3 is a Target: which
-    precursors?), and the section says how to ask for the other (module docstring)."""
+          twins: Callable[[int], list[int]]) -> tuple[list[int], list[int], dict[int, str]]:
+    """(the node ``value`` names, with its twins unless named by id, source id or with its key; the
+    nodes of the relation's other type the name also names; how each matched, for the page): a name of
+    one node (or twins) of each type means the relation's source type, the question asked of it (a
+    chemist's BaTiO3 is a Target: which precursors?), and the section says how to ask for the other
+    (module docstring). A source id (``KG.keys``: 'OMIM:154700', 'HP:0001166', any case) names its node."""
     text = str(value).strip()
     wanted = " or ".join(types)
     if isinstance(value, int) or text.isdigit():  # a node id
@@ -231,11 +239,19 @@ def _node(kg: KG, value, types: list[str], pool: np.ndarray, names: list[str],
             raise DataError(f"discover.entities: no node has id {node}; expected 0..{kg.num_nodes - 1}")
         if kg.type_of(node) not in types:
             raise DataError(f"discover.entities: id {node} is {kg.type_of(node)} '{kg.label(node)}'; expected a {wanted}")
-        return [node], []
+        return [node], [], {node: "node id"}
+    if _SOURCE_ID.match(text):
+        keyed = [int(i) for i in pool if (kg.keys[i] or "").casefold() == text.casefold()]
+        if keyed:
+            return keyed[:1], [], {keyed[0]: "source id"}
+        if any(kg.keys):  # the graph keeps source ids: a well-formed id it lacks is a one-line error
+            like = next(kg.keys[int(i)] for i in pool if kg.keys[int(i)])
+            raise DataError(f"discover.entities: no {wanted} has the id {text!r} in this graph (expected an id "
+                            f"of its source such as {like}, a name or a node id)")
     folded = _fold(text)
     stages = (lambda n: n == text, lambda n: n.casefold() == text.casefold(), lambda n: _fold(n) == folded,
               lambda n: _fold(_base(n)) == folded)  # exact, case-insensitive, accent-free, less the source key
-    for same in stages:
+    for stage, same in zip(MATCHED, stages):
         hits = [int(i) for i, n in zip(pool, names) if same(n)]
         if not hits:
             continue
@@ -244,12 +260,13 @@ def _node(kg: KG, value, types: list[str], pool: np.ndarray, names: list[str],
         if first and rest and len(types) > 1:  # one name in both types: the source's, if each side is one entity
             own, other = sorted([first[0], *twins(first[0])]), sorted([rest[0], *twins(rest[0])])
             if set(first) <= set(own) and set(rest) <= set(other):
-                return (first if len(first) == 1 and _KEYED.match(text) else own), rest
+                chosen = first if len(first) == 1 and _KEYED.match(text) else own
+                return chosen, rest, _told(chosen, hits, stage)
         group = sorted([hits[0], *twins(hits[0])])
         if len(hits) == 1 and _KEYED.match(text):  # one twin, named with its key
-            return hits, []
+            return hits, [], _told(hits, hits, stage)
         if set(hits) <= set(group):  # one node, or twins: one entity in several sources
-            return group, []
+            return group, [], _told(group, hits, stage)
         nodes = ", ".join(str(Entity(i, kg.label(i), kg.type_of(i))) for i in hits)
         raise DataError(f"discover.entities: {text!r} names {len(hits)} nodes: {nodes}; give one by its id")
     by_base: dict[str, list[int]] = {}  # twins share a key: a near miss of 'Marfan syndrome' shows both
@@ -259,6 +276,11 @@ def _node(kg: KG, value, types: list[str], pool: np.ndarray, names: list[str],
     raise DataError(f"discover.entities: no {wanted} is named {text!r}; closest: "
                     + (", ".join(str(Entity(i, kg.label(i), kg.type_of(i))) for i in close) if close else "none")
                     + f" ({_quoting(kg.label(close[0]) if close else text)})")
+
+
+def _told(nodes: list[int], hits: list[int], stage: str) -> dict[int, str]:
+    """How each of ``nodes`` matched: by ``stage`` itself, or as the twin of a node that did."""
+    return {i: stage if i in hits else f"{stage} of its twin" for i in nodes}
 
 
 def known_on_twins(kg: KG, entity: Entity) -> set[int]:
