@@ -145,3 +145,34 @@ def test_a_fitted_ranker_reads_back_as_data_and_predicts_the_same(tmp_path):
     assert ranker.importance()["a"] > 0.5  # the column that decides the labels carries the gain
     with pytest.raises(ValueError, match="contiguous"):
         group_sizes(np.array([0, 0, 1, 0]))
+
+
+def test_the_pre_cutoff_check_chooses_each_populations_list_on_validation_rows_only():
+    """The check fits on the validation part's window and ranks the test part's entities (both before the
+    cutoff); the page's list per population is the best there, and its sentence says so with the figures."""
+    from hygrail.discovery import entities
+
+    kg = popular_vs_neighbours()
+    split = temporal_split(kg.until(CUTOFF), AB, neg_ratio=5, seed=0)
+    heads = stack.validation_heads(split, None, None, None, 0, variant="without_gnn")
+    baselines = {"popularity": lambda inputs: (lambda b: np.broadcast_to(
+                     inputs.space.kg.degree[inputs.space.dst].astype(float), b.valid.shape)),
+                 "stack_without_gnn": lambda inputs: stack.StackBlocks(heads, "without_gnn", inputs.feats, None,
+                                                                       None, inputs.space.kg.known)}
+    fitted = pools.fit(split, _inputs_for, ["ltr_no_text"], baselines, seed=0)
+    check, choice = fitted.check, fitted.choice
+    assert check["known_entities"] > 50
+    assert choice["known"] == "ltr_no_text" == max(("popularity", "stack_without_gnn", "ltr_no_text"),
+                                                   key=lambda k: check[f"known_{k}_hits_at_10"])
+    note = pools.choice_note(check, "known", "ltr_no_text", {"popularity": "Popularity", "stack_without_gnn": "Stack",
+                                                             "ltr_no_text": "Per-entity ranker"})
+    assert note.startswith(f"Why this list (Per-entity ranker): on {int(check['known_entities']):,} entities known")
+    assert f"{100 * check['known_ltr_no_text_hits_at_10']:.0f}%" in note and "Popularity " in note
+    # the whole window fits the page's ranker; the check's own fits are not it
+    assert set(fitted.rankers) == {"ltr_no_text"} and fitted.rankers["ltr_no_text"].rounds == 100
+    # each named entity reads its population's list
+    space = CandidateSpace(kg.until(CUTOFF), AB)
+    known_one = entities.Entity(int(space.src[0]), "A0", "A")
+    per_pop = {"known": ("K", None, "why known"), "cold": ("C", None, "why cold")}
+    assert entities.list_for(per_pop, space, known_one)[0] == "K"
+    assert entities.list_for(("X", None), space, known_one) == ("X", None)

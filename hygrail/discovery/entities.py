@@ -313,6 +313,7 @@ class EntityList:
     # baselines and similar targets (hygrail/discovery/compositions.py)
     parts: list[tuple[str, pl.DataFrame | None]] = field(default_factory=list)
     ranker: str = "GNN"  # what ordered the list (``score``); other than the GNN: ``gnn_score``, ``gnn_rank`` beside
+    choice: str = ""  # why this list (``discover.entity_ranker=ltr``: the pre-cutoff check's figures), for the page
 
 
 def entity_pairs(space: CandidateSpace, entity: Entity) -> tuple[np.ndarray, np.ndarray]:
@@ -363,8 +364,8 @@ def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entit
     disease, not new; the section's heading counts them. ``ranker``: (label, log-odds of pairs) to
     rank by instead (``discover.entity_ranker``, e.g. the stack's ``StackFit.pair_scorer``); the
     table then keeps the GNN's probability and rank beside, and the region stays the GNN's (the band
-    is calibrated on the GNN's scores). ``gnn`` None (a first answer before the GNN is trained): the
-    ``ranker``'s order alone, without the GNN's columns."""
+    is calibrated on the GNN's scores); a third item, why this list, goes to the page. ``gnn`` None (a first
+    answer before the GNN is trained): the ``ranker``'s order alone, without the GNN's columns."""
     t0 = time.perf_counter()
     src, dst = entity_pairs(space, entity)
     on, implied = known_through_twins(space.kg, entity)
@@ -375,6 +376,7 @@ def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entit
     src, dst = src[~(on_twin | by_twin)], dst[~(on_twin | by_twin)]
     logits = None if gnn is None else gnn.pairs(src, dst)
     label, by = ("GNN", logits) if ranker is None else (ranker[0], np.asarray(ranker[1](src, dst), dtype=np.float64))
+    choice = ranker[2] if ranker is not None and len(ranker) > 2 else ""
     top = ranking(by, src, dst, seed)[:k]
     s, d = src[top], dst[top]
     partner = np.where(s == entity.node, d, s)
@@ -383,7 +385,7 @@ def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entit
     if gnn is None:
         columns |= {"score": 1.0 / (1.0 + np.exp(-by[top])), "future_year": pl.Series(years, dtype=pl.Int32)}
         return EntityList(entity, pl.DataFrame(columns), len(src), time.perf_counter() - t0, n_on, n_implied,
-                          ranker=label)
+                          ranker=label, choice=choice)
     gnn_score = gnn.probability(logits[top])
     if ranker is None:
         columns["score"] = gnn_score
@@ -393,7 +395,8 @@ def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entit
         columns |= {"score": 1.0 / (1.0 + np.exp(-by[top])), "gnn_score": gnn_score, "gnn_rank": gnn_rank[top]}
     columns |= {"region": [REGION_NAMES[int(r)] for r in route(gnn_score, band)],
                 "future_year": pl.Series(years, dtype=pl.Int32)}
-    return EntityList(entity, pl.DataFrame(columns), len(src), time.perf_counter() - t0, n_on, n_implied, ranker=label)
+    return EntityList(entity, pl.DataFrame(columns), len(src), time.perf_counter() - t0, n_on, n_implied, ranker=label,
+                      choice=choice)
 
 
 # -- per-entity baselines (module docstring) --------------------------------------------------------

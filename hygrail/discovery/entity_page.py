@@ -252,6 +252,7 @@ def question_sections(report: EntityReport, kg: KG, relation: str, trust_path: P
         noun = kg.schema.display_name(e.node_type)
         trust = backtest.sentence(figure, noun, partner) if figure else backtest.missing(
             trust_path, table, lst.ranker, rec.height, noun)
+        trust = f"{trust} {lst.choice}" if lst.choice else trust
         key = kg.keys[e.node] if e.node < kg.num_nodes else None
         out.append(Section(lst, key, _matched(e, kg, e.twins) if e.node < kg.num_nodes else str(e), trust, t, rec,
                            partner, [p for p in lst.parts if not p[0].startswith(RECORDED_HEAD)]))

@@ -292,6 +292,23 @@ def check_and_choose(split, inputs_for: Callable[[KG], Inputs], rankers: dict, b
     return figures, choice
 
 
+def choice_note(check: dict, population: str, chosen: str, labels: dict) -> str:
+    """The page's sentence on why a population reads ``chosen`` (``check_and_choose``'s figures): "Why this list
+    (Per-entity ranker): on 120 entities known before the split's last years, its first 10 held an answer for 52%
+    of them (GNN 49%, Stack (trees + GNN) 47%)." Empty without a check's figures."""
+    who = {"known": "entities known", "cold": "entities first linked"}[population]
+    mine = check.get(f"{population}_{chosen}_hits_at_10")
+    label = labels.get(chosen, chosen)
+    if mine is None:
+        n = check.get("val_entities")
+        return "" if n is None else f"Why this list ({label}): too few entities ({int(n)}) before the cutoff to compare lists."
+    others = [f"{labels.get(k, k)} {100 * check[f'{population}_{k}_hits_at_10']:.0f}%" for k in labels
+              if k != chosen and f"{population}_{k}_hits_at_10" in check]
+    return (f"Why this list ({label}): on {int(check[f'{population}_entities']):,} {who} in the split's last years, "
+            f"before the cutoff, its first 10 held an answer for {100 * mine:.0f}% of them"
+            + (f" ({', '.join(others)})." if others else "."))
+
+
 def fit(split, inputs_for: Callable[[KG], Inputs], variants: Sequence[str], baselines: dict, seed: int = 0,
         threads: int = 1, block_pairs: int = 1 << 18) -> Fitted:
     """Each variant (``VARIANTS``: with the text feature or without) fit on the whole window (both held-out

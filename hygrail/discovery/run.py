@@ -306,9 +306,13 @@ def list_by_population(ltr: "pools.Built", space: CandidateSpace, gnn: GNNBlocks
     """``discover.entity_ranker=ltr``: population -> (label, pair scorer) of the list the pre-cutoff check chose
     for it (``pools.check_and_choose``: the GNN, the stack with the GNN, the per-entity ranker's variants)."""
     here = ltr.inputs(space, gnn)
-    lists = {"gnn": ("GNN", gnn.pairs), "stack_with_gnn": stacked}
+    lists = {"gnn": ("GNN", gnn.pairs), "stack_with_gnn": stacked[:2]}
     lists |= {v: (pools.VARIANTS[v], ltr.scorer(v, here).pairs) for v in ltr.fitted.rankers}
-    return {pop: lists[ltr.fitted.choice.get(pop, "stack_with_gnn")] for pop in pools.POPULATIONS}
+    out = {}
+    for pop in pools.POPULATIONS:
+        key = ltr.fitted.choice.get(pop, "stack_with_gnn")
+        out[pop] = (*lists[key], pools.choice_note(ltr.fitted.check, pop, key, {k: v[0] for k, v in lists.items()}))
+    return out
 
 
 def cold_rows(cfg: DictConfig, d: dict, split, known: KG, future, fitted, ltr=None) -> entities.Cold | None:
