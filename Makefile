@@ -39,15 +39,20 @@ run: $(VENV)/.model ## the embedded default: GNN-only vs HyGRAIL-NE on real HPO 
 	@echo "Browse the runs: make ui  (MLflow UI on http://127.0.0.1:5000, experiment $(RUN_EXPERIMENT))"
 
 # make discover: two named diseases' best new clinical features on the whole HPO graph, no LLM
-# (conf/experiment/discover_hpo.yaml; ARGS='discover.entities=[...]' names others). DATA=matkg_synthetic: ranked
+# (conf/experiment/discover_hpo.yaml; DISEASES="Noonan syndrome, Rett syndrome" names others: names, OMIM:/ORPHA:
+# ids, comma-separated, each quoted for Hydra here, so accents, parentheses and apostrophes pass). DATA=matkg_synthetic: ranked
 # CHM-APL hypotheses with the embedded reviewer, scored against edges dated after CUTOFF=2020 (CUTOFF= : from the
 # whole graph instead). DATA=synthesis_recipes: five precursor sets for each of BaTiO3, LiFePO4 and Li6PS5I with the
-# recipes behind them (conf/experiment/discover_synthesis_recipes.yaml); TARGETS="LiCoO2, Na3V2(PO4)3" names others,
-# quoted here for Hydra (a name may hold brackets, spaces, ·; hygrail/recipes splits at the commas outside brackets).
-RECIPE_TARGETS = $(if $(TARGETS),'recipes.targets="$(subst ",\",$(subst ','\'',$(TARGETS)))"')
+# recipes behind them (conf/experiment/discover_synthesis_recipes.yaml); TARGETS="LiCoO2, Na3V2(PO4)3" names others
+# (names or formulas, comma-separated, each quoted for Hydra as DISEASES are: brackets, spaces and · pass).
 DISCOVER_SYNTHETIC = task=discover relation=chm_apl backbone=rgcn llm=embedded llm.embedded.threads=1 llm.reasoning=clause llm.max_tokens=48 discover.cutoff=$(if $(filter undefined,$(origin CUTOFF)),2020,$(or $(CUTOFF),null))
-DISCOVER_RECIPES = $(if $(filter-out undefined,$(origin CUTOFF)),$(error make discover: CUTOFF=$(CUTOFF) with DATA=synthesis_recipes; expected no CUTOFF (the page reads every recipe; a retrospective: make bench-sets or make retro DATA=synthesis_recipes CUTOFF=year)),experiment=discover_synthesis_recipes $(RECIPE_TARGETS))
-DISCOVER = $(if $(filter matkg_synthetic,$(DATA)),$(DISCOVER_SYNTHETIC),$(if $(filter synthesis_recipes,$(DATA)),$(DISCOVER_RECIPES),$(if $(filter-out hpo,$(DATA)),$(error make discover: DATA=$(DATA); expected nothing or hpo (whole HPO), synthesis_recipes (precursor sets) or matkg_synthetic),$(if $(filter-out undefined,$(origin CUTOFF)),$(error make discover: CUTOFF=$(CUTOFF) on HPO; expected no CUTOFF (it is for DATA=matkg_synthetic; an HPO cutoff: make retro DATA=hpo CUTOFF=year)),experiment=discover_hpo))))
+DISCOVER_RECIPES = $(if $(filter-out undefined,$(origin CUTOFF)),$(error make discover: CUTOFF=$(CUTOFF) with DATA=synthesis_recipes; expected no CUTOFF (the page reads every recipe; a retrospective: make bench-sets or make retro DATA=synthesis_recipes CUTOFF=year)),experiment=discover_synthesis_recipes $(if $(TARGETS),recipes.targets=$(call hydra_list,$(TARGETS))))
+# $(call hydra_list,a, b): '["a","b"]' as one bash word: each name double-quoted for Hydra (a " escaped), the
+# whole single-quoted for bash (a ' closed, escaped and reopened)
+comma := ,
+hydra_list = '["$(subst $(comma),"$(comma)",$(subst $(comma) ,$(comma),$(subst ','\'',$(subst ",\",$(strip $(1))))))"]'
+DISCOVER_HPO = experiment=discover_hpo $(if $(DISEASES),discover.entities=$(call hydra_list,$(DISEASES)))
+DISCOVER = $(if $(and $(DISEASES),$(filter-out hpo,$(or $(DATA),hpo))),$(error make discover: DISEASES="$(DISEASES)" with DATA=$(DATA); expected DATA unset or hpo (diseases are HPO's)),)$(if $(and $(TARGETS),$(filter-out synthesis_recipes,$(or $(DATA),hpo))),$(error make discover: TARGETS="$(TARGETS)" with DATA=$(DATA); expected DATA=synthesis_recipes (targets are the recipes')),)$(if $(filter matkg_synthetic,$(DATA)),$(DISCOVER_SYNTHETIC),$(if $(filter synthesis_recipes,$(DATA)),$(DISCOVER_RECIPES),$(if $(filter-out hpo,$(DATA)),$(error make discover: DATA=$(DATA); expected nothing or hpo (whole HPO), synthesis_recipes (precursor sets) or matkg_synthetic),$(if $(filter-out undefined,$(origin CUTOFF)),$(error make discover: CUTOFF=$(CUTOFF) on HPO; expected no CUTOFF (it is for DATA=matkg_synthetic; an HPO cutoff: make retro DATA=hpo CUTOFF=year)),$(DISCOVER_HPO)))))
 discover: $(if $(filter matkg_synthetic,$(DATA)),$(VENV)/.model,$(VENV)/.installed) ## two named diseases' best new clinical features on the whole HPO graph, HTML (~30 min the first time, resumable; ~40 s once cached); DATA=synthesis_recipes: five precursor sets per target with the recipes behind them (0.5-1.5 min the first time, 3-11 s after); DATA=matkg_synthetic: CHM-APL hypotheses scored against edges after CUTOFF=2020, embedded reviewer
 	$(PYTHON) -m hygrail.sweep $(DISCOVER) $(ARGS)
 

@@ -67,12 +67,73 @@ def per_entity_compact(cells: list[Path], methods: list[str]) -> str:
     return "\n".join(lines)
 
 
+def measures(cells: list[Path], method: str, rows: list[str]) -> str:
+    """Issue #55's table: one line per cell and row, ``method``'s hits@10, P@10 and NDCG@10 with each one's lift
+    against the best other ranking of the row by that measure (paired over entities, ± SE, in SE)."""
+    heads = [("hits", "hits_at_10"), ("P", "precision_at_10"), ("NDCG", "ndcg_at_10")]
+    lines = ["| cell | row | entities | " + " | ".join(f"{h}@10 (lift vs best other)" for h, _ in heads) + " |",
+             "|---|---|---|" + "---|" * len(heads)]
+    for cell in cells:
+        e = pl.read_csv(cell / "retrospective_entities.csv")
+        for row in rows:
+            r = e.filter((pl.col("entities known") == row) & (pl.col("method") == method))
+            if not r.height:
+                continue
+            r = r.row(0, named=True)
+            cols = []
+            for _, col in heads:
+                lift, se = r.get(f"lift_{col}"), r.get(f"lift_{col}_se")
+                best = r.get(f"lift vs best other ({col})")
+                cols.append(f"{r[col]:.3f} ({_pm(lift, se)}, {lift / se:+.1f} SE, vs {best})" if lift is not None and se
+                            else f"{r[col]:.3f}")
+            lines.append(f"| {cell.name} | {row} | {r['entities']:,} | " + " | ".join(cols) + " |")
+    return "\n".join(lines)
+
+
+def ablation(cells: list[Path], with_: str, without: str) -> str:
+    """What one ranking adds over its variant without a part (issue #55: the text feature), per row and band of
+    the entity's degree in the relation at the cutoff: the paired difference of hits@10, P@10 and NDCG@10."""
+    from trust_table import BANDS, band_of
+
+    from hygrail.discovery.entity_retro import KNOWN_ROW, NEW_ROW
+
+    lines = ["| cell | row | band | entities | hits@10 | P@10 | NDCG@10 |", "|---|---|---|---|---|---|---|"]
+    for cell in cells:
+        e = pl.read_csv(cell / "retrospective_per_entity.csv", infer_schema_length=None)
+        for row in (KNOWN_ROW, NEW_ROW):
+            part = e.filter(pl.col("entities known") == row)
+            bands = [("all", part)] + ([(band_of(lo, hi), part.filter(pl.col("relation_degree").is_between(lo, hi or 1 << 62)))
+                                       for lo, hi in BANDS] if row == KNOWN_ROW else [])
+            for band, rows in bands:
+                if rows.height < 2:
+                    continue
+                cols = []
+                for m in ("hits@10", "P@10", "NDCG@10"):
+                    d = (rows[f"{m} {with_}"].cast(pl.Float64) - rows[f"{m} {without}"].cast(pl.Float64)).to_numpy()
+                    se = d.std(ddof=1) / len(d) ** 0.5
+                    cols.append(_pm(float(d.mean()), float(se)))
+                lines.append(f"| {cell.name} | {row} | {band} | {rows.height:,} | " + " | ".join(cols) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("cells", nargs="+", type=Path)
     ap.add_argument("--methods", default=",".join(LEARNED))
     ap.add_argument("--compact", action="store_true", help="per entity: one line per cell and row, the methods as columns")
+    ap.add_argument("--measures", default=None, metavar="METHOD",
+                    help="issue #55's table for METHOD: hits@10, P@10, NDCG@10 and their lifts on the known and new rows")
+    ap.add_argument("--ablation", default=None, metavar="WITH,WITHOUT",
+                    help="the paired difference of two rankings per row and degree band (e.g. the text feature's)")
     a = ap.parse_args()
+    if a.ablation:
+        print(ablation(a.cells, *a.ablation.split(",")))
+        return
+    if a.measures:
+        from hygrail.discovery.entity_retro import KNOWN_ROW, NEW_ROW
+
+        print(measures(a.cells, a.measures, [KNOWN_ROW, NEW_ROW]))
+        return
     methods = a.methods.split(",")
     print(whole_space(a.cells, methods), "\n")
     print(per_entity_compact(a.cells, methods) if a.compact else per_entity(a.cells, methods))

@@ -4,7 +4,8 @@ The package is built in floors, each a room per concept; a module imports only f
 or the floors below it, never upward, so the data flow of DESIGN.md runs one way
 (``tests/test_layers.py`` checks every import against ``LAYERS``):
 
-    0  kg, cache, redact, threads    the KG object and plain utilities
+    0  kg, cache, treeio, redact,    the KG object and plain utilities
+       threads
     1  data                          loaders, subgraph, split, stats
     2  names, descriptors,           shared concepts: entity-name embeddings, local pair
        thresholds, metrics           descriptors, decision thresholds, metrics
@@ -19,7 +20,7 @@ or the floors below it, never upward, so the data flow of DESIGN.md runs one way
 
 # module or package prefix -> floor (the longest matching prefix decides)
 LAYERS = {
-    "hygrail.kg": 0, "hygrail.cache": 0, "hygrail.redact": 0, "hygrail.threads": 0,
+    "hygrail.kg": 0, "hygrail.cache": 0, "hygrail.treeio": 0, "hygrail.redact": 0, "hygrail.threads": 0,
     "hygrail.data": 1,
     "hygrail.names": 2, "hygrail.descriptors": 2, "hygrail.thresholds": 2, "hygrail.metrics": 2,
     "hygrail.evidence": 3,

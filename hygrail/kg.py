@@ -22,6 +22,17 @@ Static edges (an ontology's is_a, a material's composition) describe known nodes
 node known: the synthesis recipes hold no composition that was never made, so a target first made
 after a cutoff would otherwise be a candidate at the cutoff, and "is only described by static
 edges" alone ranked the 2014 answers at whole-space AUC 0.811 (issue #34).
+
+A graph at a date (``until``) holds a node's static edges only once the node exists (``made_by``):
+a material and its composition enter in the material's first recorded year, an ontology term in its
+creation year. What ``until`` leaves out for that reason is kept aside (``withheld``), so that an
+entity being asked about or scored after the cutoff (a new material, given by its composition as a
+user would supply it) can be described at scoring time only (``describe``): its static edges are
+*supplied* one way. The supplied node reads the graph (its adjacency row holds its partners; it
+receives a GNN's messages) but the graph does not see it (no other node's row, degree or messages
+change), so describing many new entities at once scores each as if it alone were added to the graph
+as it was (issue #54: the cut graph at 2010 held all 82,451 Target-Element edges, 40,760 of them dated
+later, and the GNN's training graph 11,448 targets unknown then).
 """
 
 from __future__ import annotations
@@ -134,7 +145,8 @@ class KG:
         """``masked``: pairs (u, v) withheld from the graph but known to be linked (module docstring);
         ``ancestors``: N x N sparse, [i, j] != 0 iff node j is a proper ancestor of node i in the
         KG's ontology hierarchy (transitively closed; None: no hierarchy). ``nodes`` may carry a
-        ``created`` column: the year a node came into being (null: unknown; ``known``)."""
+        ``created`` column: the year a node came into being (null: unknown; ``known``), and a ``key``
+        column: its id in the source (``keys``)."""
         self.schema = schema
         self.created: np.ndarray | None = (nodes["created"].cast(pl.Int32).fill_null(NO_YEAR).to_numpy()
                                            if "created" in nodes.columns else None)
@@ -143,6 +155,7 @@ class KG:
             pl.int_range(pl.len(), dtype=pl.Int64).alias("id"),
             pl.col("name").cast(pl.String),
             pl.col("type").cast(pl.String),
+            *([pl.col("key").cast(pl.String)] if "key" in nodes.columns else []),  # a source's own id (``key``)
         )
         u, v = edges["u"].cast(pl.Int64), edges["v"].cast(pl.Int64)
         self.edges = pl.DataFrame(
@@ -172,6 +185,16 @@ class KG:
         # so that a name the sample happened to drop is not taken for a typo.
         self.source_nodes: pl.DataFrame | None = None
         self.kept_in_sample = 0  # nodes a sample kept beyond its draw (named entities and their neighbours)
+        # static edges ``until`` left out because an end was not made yet (``describe`` supplies them)
+        self.withheld = pl.DataFrame(schema=self.edges.schema)
+        self.supplied = np.zeros(0, dtype=np.int64)  # nodes whose static edges were supplied one way (``describe``)
+        # nodes with static edges only (a chemical element): they exist at every date (``made_by``); read from the
+        # graph as built, and kept by every graph derived from it (a cut or split graph may have lost a node's others)
+        static = self.edges["type"].is_in([schema.canonical(e) for e in schema.static])
+        moving = self.edges.filter(~static)
+        self.timeless = np.ones(self.num_nodes, dtype=bool)
+        self.timeless[moving["u"].to_numpy()] = False
+        self.timeless[moving["v"].to_numpy()] = False
 
     # -- basic views -------------------------------------------------------------------------
     @property
@@ -216,21 +239,32 @@ class KG:
     def label(self, node: int) -> str:
         return self.names[node]
 
+    @cached_property
+    def keys(self) -> list[str | None]:
+        """Each node's id in its source (HPO's 'OMIM:154700', 'HP:0001166'), where the loader keeps a
+        ``key`` column; None for every node otherwise."""
+        return self.nodes["key"].to_list() if "key" in self.nodes.columns else [None] * self.num_nodes
+
     def type_of(self, node: int) -> str:
         return self.schema.node_types[self.node_types[node]]
 
     # -- adjacency -----------------------------------------------------------------------------
     @cached_property
     def adjacency(self) -> sp.csr_matrix:
-        """Symmetric N×N CSR whose data are edge ids + 1 (0 means no edge).
+        """N×N CSR whose data are edge ids + 1 (0 means no edge); symmetric but for the edges of
+        ``supplied`` nodes, which only their own rows hold (module docstring).
 
         One matrix serves neighbourhood queries (indptr slices), edge lookup and path counting.
         """
         n, m = self.num_nodes, self.num_edges
         u, v = self.edges["u"].to_numpy(), self.edges["v"].to_numpy()
         ids = np.arange(1, m + 1, dtype=np.int64)
+        # a supplied node's edges are in its own row only (``describe``): u sees v unless only v is supplied
+        su, sv = np.isin(u, self.supplied), np.isin(v, self.supplied)
+        fwd, bwd = ~(sv & ~su), ~(su & ~sv)
         mat = sp.csr_matrix(
-            (np.concatenate([ids, ids]), (np.concatenate([u, v]), np.concatenate([v, u]))), shape=(n, n)
+            (np.concatenate([ids[fwd], ids[bwd]]), (np.concatenate([u[fwd], v[bwd]]), np.concatenate([v[fwd], u[bwd]]))),
+            shape=(n, n),
         )
         mat.sort_indices()
         return mat
@@ -320,7 +354,8 @@ class KG:
         masked = self.masked if masked is None else pl.concat([self.masked, masked.select("u", "v")])
         out = KG(self.schema, self.nodes, edges, masked, self.ancestors)
         out.source_nodes, out.created, out.as_of = self.source_nodes, self.created, self.as_of
-        out.kept_in_sample = self.kept_in_sample
+        out.kept_in_sample, out.withheld, out.supplied = self.kept_in_sample, self.withheld, self.supplied
+        out.timeless = self.timeless
         return out
 
     def without_edges(self, edge_ids: np.ndarray) -> "KG":
@@ -331,17 +366,21 @@ class KG:
 
     def until(self, year: int) -> "KG":
         """Same nodes (same ids), only the edges dated ``NO_YEAR < year' <= year`` and those of the
-        schema's ``static_edge_types`` (known at any date): the graph as it was known at the end of
-        ``year`` (retrospective discovery); a static edge only between nodes made by then (``made_by``),
-        and the hierarchy (``ancestors``) among those. Undated edges are left out too (their
-        date is unknown, so they might come from after the cutoff) and become masked pairs: a real link
-        of unknown date is neither a candidate nor a negative, nor a miss of the ranking that finds it."""
+        schema's ``static_edge_types`` (known at any date) between nodes made by then (``made_by``):
+        the graph as it was known at the end of ``year`` (retrospective discovery); the hierarchy
+        (``ancestors``) among the nodes made by then. The static edges of nodes made later are kept
+        aside (``withheld``, for ``describe``). Undated edges are left out too (their date is unknown,
+        so they might come from after the cutoff) and become masked pairs: a real link of unknown date
+        is neither a candidate nor a negative, nor a miss of the ranking that finds it."""
+        if len(self.supplied):  # a description supplied at this graph's date did not exist earlier
+            return self._undescribed().until(year)
         dated = self.edges["year"]
         static = self.edges["type"].is_in([self.schema.canonical(e) for e in self.schema.static])
         made = self.made_by(year)
         existing = static & pl.Series(made[self.edges["u"].to_numpy()] & made[self.edges["v"].to_numpy()])
-        known = existing | ((dated != NO_YEAR) & (dated <= year))
+        known = existing | (~static & (dated != NO_YEAR) & (dated <= year))
         out = self._derived(self.edges.filter(known), self.edges.filter(~static & (dated == NO_YEAR)))
+        out.withheld = pl.concat([self.withheld, self.edges.filter(static & ~existing)])
         out.as_of = int(year) if self.as_of is None else min(int(year), self.as_of)
         if self.ancestors is not None and not made.all():  # the hierarchy among the terms of that date
             kept = sp.csr_matrix(self.ancestors.multiply(made[:, None]).multiply(made[None, :]), dtype=bool)
@@ -351,18 +390,58 @@ class KG:
 
     def made_by(self, year: int) -> np.ndarray:
         """Per node: whether it existed at the end of ``year``, for its static edges (an ontology's
-        is_a, a composition): created by then, or with no creation year (HPO's terms older than
-        hp.obo's ``creation_date`` tag), or linked by a dated edge by then. A static edge to a node
-        made later is no edge of the graph ``until`` gives (at HPO 2012, 1,888 is_a edges touch a term
-        created after it; issue #45), and the hierarchy keeps only the ancestry among existing terms
-        (the release's closure restricted to them: A is_a B is_a C, with B created later, keeps C as
-        an ancestor of A; the release does not say what A's parent was before B)."""
+        is_a, a composition): linked by a dated edge of a dated type by then (a material's first recipe),
+        or, where the KG records creation years (``created``: HPO's terms), created by then or with no
+        creation year (HPO's terms older than hp.obo's ``creation_date`` tag); without creation years, a
+        node that has only static edges in the graph as built (a chemical element: ``timeless``) exists at
+        every date. So a material first made
+        later, or one whose recipes carry no date, is not made: its composition is ``withheld``. A static
+        edge to a node made later is no edge of the graph ``until`` gives (at HPO 2012, 1,888 is_a edges
+        touch a term created after it; issue #45; at recipes 2010, 40,760 Target-Element edges, issue
+        #54), and the hierarchy keeps only the ancestry among existing terms (the release's closure
+        restricted to them: A is_a B is_a C, with B created later, keeps C as an ancestor of A; the
+        release does not say what A's parent was before B)."""
+        static = pl.col("type").is_in([self.schema.canonical(e) for e in self.schema.static])
         if self.created is None:
-            return np.ones(self.num_nodes, dtype=bool)
-        out = (self.created == NO_YEAR) | (self.created <= year)
-        e = self.edges.filter((pl.col("year") != NO_YEAR) & (pl.col("year") <= year))
+            out = self.timeless.copy()
+        else:
+            out = (self.created == NO_YEAR) | (self.created <= year)
+        e = self.edges.filter(~static & (pl.col("year") != NO_YEAR) & (pl.col("year") <= year))
         out[e["u"].to_numpy()] = True
         out[e["v"].to_numpy()] = True
+        return out
+
+    def describe(self, nodes: np.ndarray) -> "KG":
+        """This graph with the ``withheld`` static edges of ``nodes`` supplied (module docstring): each
+        such node gets its description (a new material's composition) as a user would give it at the
+        graph's date (the edges dated ``as_of``, count 1: the later recipes' count is unknown then),
+        one way (``supplied``): every other node's row, degree and messages stay as they were. Only nodes
+        without an edge here are described. Returns this graph itself when none of ``nodes`` has a
+        withheld edge. ``until`` on the result cuts the graph without the descriptions."""
+        nodes = np.unique(np.asarray(nodes, dtype=np.int64))
+        nodes = nodes[self.degree[nodes] == 0]  # only a node the graph does not hold yet is described
+        w = self.withheld
+        if not len(nodes) or not w.height:
+            return self
+        iu, iv = np.isin(w["u"].to_numpy(), nodes), np.isin(w["v"].to_numpy(), nodes)
+        take = w.filter(pl.Series(iu ^ iv))
+        if not take.height:
+            return self
+        year = self.as_of if self.as_of is not None else NO_YEAR
+        take = take.with_columns(pl.lit(1, dtype=pl.Int64).alias("count"), pl.lit(year, dtype=pl.Int32).alias("year"))
+        out = self._derived(pl.concat([self.edges, take]))
+        own = np.where(iu, w["u"].to_numpy(), w["v"].to_numpy())[iu ^ iv]
+        out.supplied = np.union1d(self.supplied, own)
+        out.withheld = w.filter(pl.Series(~(iu ^ iv)))
+        return out
+
+    def _undescribed(self) -> "KG":
+        """This graph without its supplied descriptions (``describe``), which go back to ``withheld``."""
+        static = self.edges["type"].is_in([self.schema.canonical(e) for e in self.schema.static])
+        mine = static & pl.Series(np.isin(self.edges["u"].to_numpy(), self.supplied)
+                                  | np.isin(self.edges["v"].to_numpy(), self.supplied))
+        out = self._derived(self.edges.filter(~mine))
+        out.supplied, out.withheld = np.zeros(0, dtype=np.int64), pl.concat([self.withheld, self.edges.filter(mine)])
         return out
 
     def relation_edges(self, relation: Relation) -> pl.DataFrame:

@@ -7,7 +7,8 @@ systems' evidence modes (``hygrail.evidence.names``). The default model is the o
 downloaded here); ``embedding_model`` may name any sentence-transformers model or folder where a
 hub is reachable. Vectors are unit-norm, so a dot product is the cosine. Vectors are paid once per
 name: they are also kept on disk, under ``$HYGRAIL_NAMES_CACHE`` (default ~/.cache/hygrail/names;
-empty: off), one folder per model key, in shards written atomically (two processes may share it).
+empty: off), one folder per model key, in shards written atomically (two processes may share it);
+a shard that does not load is set aside with one warning and its names encoded again (``hygrail.cache``).
 
 A name's vector is a pure function of (model weights, name), so a figure cannot depend on which run
 filled the cache (issue #34):
@@ -43,13 +44,13 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from hygrail.cache import read_file, write_file
 from hygrail.kg import DataError
 
 # Sentence-transformer models shipped inside PyPI packages: config name -> (module exposing
@@ -96,8 +97,9 @@ def embed_names(names: Sequence[str], model: str) -> np.ndarray:
     if missing and folder is not None and key not in _READ:
         _READ.add(key)
         for shard in sorted(folder.glob("*.npz")):
-            with np.load(shard) as z:
-                _EMBEDDINGS.update({(key, str(n)): v.astype(np.float64) for n, v in zip(z["names"], z["vecs"])})
+            # a shard that does not load is set aside (one warning) and its names encoded again below
+            if (kept := read_file(shard, _read_shard)) is not None:
+                _EMBEDDINGS.update({(key, str(n)): v.astype(np.float64) for n, v in zip(*kept)})
         missing = [n for n in missing if (key, n) not in _EMBEDDINGS]
     if missing:
         missing.sort()  # the shard's content depends on the set of names only
@@ -242,13 +244,20 @@ def _cache_folder(key: str) -> Path | None:
     return Path(root) / hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
+def _read_shard(file: Path) -> tuple[np.ndarray, np.ndarray]:
+    with np.load(file, allow_pickle=False) as z:
+        names, vecs = z["names"], z["vecs"]
+    if names.ndim != 1 or vecs.ndim != 2 or len(names) != len(vecs):
+        raise ValueError(f"{names.shape} names for {vecs.shape} vectors")
+    return names, vecs
+
+
 def _write_shard(folder: Path, names: list[str], vecs: np.ndarray) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
+    """One shard, atomically (a reader never sees half of one); a full disk is a one-line error."""
     digest = hashlib.sha256("\n".join(names).encode()).hexdigest()[:24]
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        np.savez(f, names=np.array(names, dtype=str), vecs=np.asarray(vecs, dtype=np.float32))
-    os.replace(tmp, folder / f"{digest}.npz")  # atomic: a reader never sees half a shard
+    write_file(folder / f"{digest}.npz",
+               lambda f: np.savez(f, names=np.array(names, dtype=str), vecs=np.asarray(vecs, dtype=np.float32)),
+               f"the vectors of {len(names):,} name{'s' * (len(names) != 1)}", setting="HYGRAIL_NAMES_CACHE")
 
 
 def encoder(model: str):

@@ -95,8 +95,9 @@ def test_a_new_target_gets_composition_edges_only_and_a_row_of_the_space():
 
 
 def test_a_target_known_only_by_its_composition_is_ranked_on_its_own_node():
-    """With a cutoff, a target first made after it has only its (static) composition edges: named, it is a
-    new composition on its own node, made known in the ranking's graph only."""
+    """With a cutoff, a target first made after it is not in the cut graph, nor its composition (issue
+    #54): named, it is a new composition on its own node, its composition supplied then, made known in
+    the ranking's graph only."""
     schema = Schema(RECIPES.node_types, RECIPES.relations, static=("Target-Element", "Precursor-Element"))
     kg = recipes_kg()
     late = kg.edges["u"].is_in([kg.node_id("Target", "Li2FeSiO4")]) & (kg.edges["type"] == "Target-Precursor")
@@ -104,13 +105,14 @@ def test_a_target_known_only_by_its_composition_is_ranked_on_its_own_node():
     cut = kg.until(2005)
     space = CandidateSpace(cut, RECIPES.relations["syn_tgt_pre"])
     node = cut.node_id("Target", "Li2FeSiO4")
-    assert node not in space.src
+    withheld = cut.withheld.filter((pl.col("u") == node) | (pl.col("v") == node))
+    assert node not in space.src and cut.degree[node] == 0 and withheld.height == 4
     named, (formula,) = compositions.options(OPTIONS | {"entities": ["Li2FeSiO4", "LiFeTiO4"]}, space)
     assert named == ["LiFeTiO4"] and (formula.node, formula.elements) == (node, ("Fe", "Li", "O", "Si"))
     assert dict(formula.amounts) == {"Li": 2, "Fe": 1, "Si": 1, "O": 4}
     graph, ids = compositions.with_targets(cut, [formula, compositions.parse("Li2FeTiO4")], "Target", "Element")
     assert ids == [node, cut.num_nodes] and graph.num_nodes == cut.num_nodes + 1
-    assert graph.num_edges == cut.num_edges + 4  # only the added one's composition
+    assert graph.num_edges == cut.num_edges + 8  # the named one's composition, supplied now, and the added one's
     assert graph.known[node] and not cut.known[node]
     assert node in CandidateSpace(graph, RECIPES.relations["syn_tgt_pre"]).src
 
@@ -221,9 +223,8 @@ def csv_overrides(kg, tmp_path) -> list[str]:
 
 def test_with_a_cutoff_a_target_made_after_it_is_ranked_with_its_answers(tmp_path, stub_names):
     kg = planted_recipes()
-    cut = type(kg)(kg.schema, kg.nodes, kg.edges)
-    cut.schema = Schema(RECIPES.node_types, RECIPES.relations, static=("Target-Element", "Precursor-Element"))
-    cut = cut.until(2004)
+    cut = type(kg)(Schema(RECIPES.node_types, RECIPES.relations, static=("Target-Element", "Precursor-Element")),
+                   kg.nodes, kg.edges).until(2004)
     late = next(int(i) for i in kg.nodes_of_type("Target") if not cut.known[i])  # made after 2004
     with initialize_config_dir(str(CONF), version_base="1.3"):
         cfg = compose("config", overrides=csv_overrides(kg, tmp_path) + ["discover.cutoff=2004", "discover.ks=[5]",
@@ -282,19 +283,23 @@ def test_a_discovery_run_writes_the_new_composition_and_what_is_recorded(tmp_pat
     cfg.discover.entities_only = True
     only = discover(cfg)
     out_only = write_report(only)
-    assert out_only == out.with_name(f"{cfg.backbone.name}-seed{cfg.seed}-entities")  # beside the whole run's, no LLM named
+    # beside the whole run's, one folder per question (issue #56), named by what was asked
+    assert out_only.parent == out.parent and out_only.name.startswith(f"{kg.label(known)}+Li2FeTiO4-")
     for a, b in zip(result.entities.lists, only.entities.lists, strict=True):
         # the whole run adds each row's verdict (the band, the reviews); entities_only reviews nothing
         assert a.table.drop("verdict").equals(b.table) and [h for h, _ in a.parts] == [h for h, _ in b.parts]
         assert all(x.equals(y) for (_, x), (_, y) in zip(a.parts, b.parts) if x is not None)
-    assert only.summary["lead"][0].startswith(f"Ranked by {cfg.backbone.name}: only the ")
+    assert only.summary["lead"][0].startswith("Each list ranks the precursors not recorded for it (csv, whole graph) by GNN")
     m = json.loads((out_only / "metrics.json").read_text())
     assert m["discover_entities_only"] == 1.0 and m["gnn_cache_hit"] == 1.0 and "discover_seconds_score" not in m
     assert only.table.height == 0 and only.table.columns == result.table.columns
     md = (out_only / "hypotheses.md").read_text()
-    assert md.startswith("# HyGRAIL discovery: Target-Precursor candidates of 2 named entities (csv, whole graph)")
-    assert "were not walked, so there is no global ranking, no count per region and no LLM review" in md
-    assert "### Target 'Li2FeTiO4' (id " in md and md.index("## Per-entity discovery") < md.index("## Ranked hypotheses")
+    assert md.startswith(f"# Precursors not yet recorded for {kg.label(known)}, Li2FeTiO4")
+    assert "were not walked, so there is no global ranking, no count per region and no LLM review" in \
+        md.split("<summary>Run details</summary>")[1]  # the run's details, last
+    # the new composition's section holds its parts; the known target's recorded precursors are listed whole
+    assert "## Li2FeTiO4\n" in md and "New composition: 'Li2FeTiO4' is no Target of the graph" in md
+    assert f"Recorded for it: {rec.height} precursors" in md and "## Ranked hypotheses" not in md
 
 
 @pytest.mark.parametrize("overrides, message", [

@@ -107,3 +107,61 @@ def test_the_header_says_what_graph_and_an_entity_has_its_cards(tmp_path, sample
     assert "Evidence sentences" in card and "Connecting paths" in card
     # the entity's cards are apart from the ranked table's: card-1 is still the ranked table's first
     assert dom.count('id="card-1"') == 1 and f'id="entity-{chm}-card-3"' not in dom
+
+
+# The question page (discover.entities_only, issue #56), read as a browser lays it out: a probe page frames
+# it at 1280 x 900 and writes what the first screen shows into its own DOM, which --dump-dom prints.
+PROBE = """<!doctype html><html><body style="margin:0"><iframe id="f" src="%s" style="width:1280px;height:900px;border:0">
+</iframe><script>
+document.getElementById('f').addEventListener('load', () => {
+  const doc = document.getElementById('f').contentDocument, seen = [];
+  doc.querySelectorAll('h1, h2, p, th, td, summary').forEach(el => {
+    const r = el.getBoundingClientRect(), box = el.closest('details');
+    const hidden = box && !box.open && el.tagName !== 'SUMMARY';  // inside a closed <details>: not shown
+    if (!hidden && r.top < 900 && r.bottom > 0 && r.height > 0) seen.push(el.textContent.trim());
+  });
+  const out = document.createElement('pre');
+  out.id = 'first-screen';
+  out.textContent = JSON.stringify({ready: doc.body.dataset.ready, seen: seen,
+                                    open: [...doc.querySelectorAll('details')].filter(d => d.open).length});
+  document.body.append(out);
+});
+</script></body></html>"""
+
+
+def first_screen(tmp_path, page) -> dict:
+    import html as html_lib
+    import json
+
+    probe = tmp_path / "probe.html"
+    probe.write_text(PROBE % page.as_uri())
+    dom = _chromium("--allow-file-access-from-files", "--virtual-time-budget=20000", "--dump-dom", probe.as_uri()).stdout
+    return json.loads(html_lib.unescape(dom.split('<pre id="first-screen">')[1].split("</pre>")[0]))
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (apt-get install -y chromium)")
+def test_a_question_page_opens_on_its_question_list_and_back_test_sentence(tmp_path, tmp_path_factory):
+    """Two queries in a row keep two pages; each page's first screen shows the question, the list with its
+    ids, the back-test sentence and no routing label; its CSV holds the listed rows."""
+    import polars as pl
+
+    from test_question_page import ask, tiny_hpo
+
+    folder = tiny_hpo(tmp_path_factory.mktemp("hpo") / "hpo")
+    first = ask(tmp_path, folder, ["Noonan syndrome 1"])
+    second = ask(tmp_path, folder, ["ORPHA:558", "Noonan syndrome"])
+    assert first != second
+    for out, title, entity in ((first, "Clinical features not yet recorded for Noonan syndrome 1", "OMIM:163950"),
+                               (second, "Clinical features not yet recorded for ORPHA:558, Noonan syndrome", "ORPHA:558")):
+        screen = first_screen(tmp_path, out / "index.html")
+        text = "\n".join(screen["seen"])
+        assert screen["ready"] == "1" and screen["open"] == 0  # the recorded list and the run's details: closed
+        assert screen["seen"][0] == title
+        assert "For 41% of diseases like this one (known at the 2018 cutoff; 5,000 diseases), one of the first 10 " \
+               "of this list was recorded within 3 years" in text
+        rows = pl.read_csv(out / "lists.csv").filter(pl.col("entity_id") == entity)
+        assert rows.height == 6 and rows["partner"][0] in screen["seen"] and rows["partner_id"][0] in screen["seen"]
+        for label in ("auto_accept", "auto_reject", "routed", "band", "b*", "region", "verdict", "threshold", "seed"):
+            assert label not in text, label
+        # what is recorded stays folded: its summary shows, its table (headed 'references') does not
+        assert any(x.startswith("Recorded for it: ") for x in screen["seen"]) and "references" not in screen["seen"]

@@ -14,12 +14,12 @@ from hydra import compose, initialize_config_dir
 from conftest import CONF, named_kg
 from hygrail.baselines import structural
 from hygrail.data.split import temporal_split
-from hygrail.discovery import entities, entity_page
+from hygrail.discovery import entities, entity_page, entity_retro
 from hygrail.discovery.cards import COLUMNS
 from hygrail.discovery.report import write_report
 from hygrail.discovery.run import discover
-from hygrail.discovery.scoring import GNNBlocks, walk
-from hygrail.discovery.space import Block, CandidateSpace, ranking
+from hygrail.discovery.scoring import GNNBlocks
+from hygrail.discovery.space import CandidateSpace, ranking
 from hygrail.kg import KG, DataError, Relation, Schema
 from hygrail.triage import train
 from hygrail.triage.routing import Band
@@ -58,9 +58,9 @@ def test_entity_top_k_equals_brute_force(scored):
     positions = np.empty(row.sum(), dtype=np.int64)
     positions[ranking(scorer.logits(src[row], dst[row]), src[row], dst[row], seed=1)] = np.arange(row.sum())
     rank_of = dict(zip(dst[row].tolist(), positions.tolist()))
-    _, n_answers, found = entities.found_at(space, {"gnn": gnn}, np.full(2, chm), answers, (1, 5, 10), 1, 50)
-    assert n_answers.tolist() == [2]
-    assert found["gnn"][0].tolist() == [sum(rank_of[a] < k for a in answers.tolist()) for k in (1, 5, 10)]
+    found = entity_retro.found_at(space, {"gnn": gnn}, np.full(2, chm), answers, (1, 5, 10), 1, 50)
+    assert found.n_answers.tolist() == [2]
+    assert found.hits["gnn"][0].tolist() == [sum(rank_of[a] < k for a in answers.tolist()) for k in (1, 5, 10)]
 
 
 def test_paths3_blocks_equal_the_structural_baseline(scored):
@@ -290,66 +290,6 @@ def test_compatible_popularity_puts_element_compatible_precursors_first():
         entities.compatible_popularity(kg, space, {"via": None})
 
 
-def test_hits_recall_and_all_at_k_by_hand():
-    schema = Schema(("A", "B", "C"), {"ab": Relation("ab", "A", "B")})
-    nodes = [("a0", "A"), ("a1", "A")] + [(f"b{i}", "B") for i in range(6)] + [("c", "C")]
-    kg = named_kg(schema, nodes, [(n, "c", 1) for n, t in nodes if t != "C"])
-    space = CandidateSpace(kg, schema.relations["ab"])
-    a0, a1, b = 0, 1, np.arange(2, 8)
-    hand = {a0: np.arange(6, 0, -1.0), a1: np.arange(1, 7.0)}  # a0 ranks b0..b5, a1 ranks b5..b0
-
-    def score(block: Block) -> np.ndarray:
-        return np.stack([hand[int(s)] for s in block.src])
-
-    # a0's answers b1, b4 (ranks 2 and 5), a1's answer b0 (rank 6)
-    sources, n_answers, found = entities.found_at(space, {"m": score}, np.array([a0, a0, a1]),
-                                                  np.array([b[1], b[4], b[0]]), (1, 2, 5), seed=0, block_pairs=6)
-    assert sources.tolist() == [a0, a1] and n_answers.tolist() == [2, 1]
-    assert found["m"].tolist() == [[0, 1, 2], [0, 0, 0]]
-    row = entities.summarise(n_answers, found, {"m": "M"}, (1, 2, 5)).row(0, named=True)
-    assert (row["hits_at_1"], row["hits_at_2"], row["hits_at_5"]) == (0.0, 0.5, 0.5)
-    assert (row["recall_at_1"], row["recall_at_2"], row["recall_at_5"]) == (0.0, 0.25, 0.5)
-    assert row["all_at_5"] == 0.5 and "all_at_2" not in row
-    assert row["hits_at_2_se"] == pytest.approx(0.5) and row["recall_at_2_se"] == pytest.approx(0.25)
-    # issue #45: a learned method's lift is against the best of every other ranking, learned ones (TSH) included;
-    # the stack's variants are never each other's baseline
-    tsh = np.array([[0, 1, 2], [0, 0, 1]])  # hits@5 on both entities
-    found4 = {"gnn": found["m"], "tsh": tsh, "m": 0 * found["m"], "stack_a": tsh, "stack_b": 0 * tsh}
-    best, k, gains = entities.lift(found4, (1, 2, 5), {"gnn": "GNN", "tsh": "TSH", "stack_a": "A", "stack_b": "B"})
-    assert k == 5 and best == {"gnn": "tsh", "tsh": "stack_a", "stack_a": "tsh", "stack_b": "tsh"}
-    assert gains["gnn_lift_hits_at_5"] == -0.5 and gains["gnn_lift_hits_at_5_se"] == pytest.approx(0.5)
-    assert gains["tsh_lift_hits_at_5"] == 0.0 and gains["stack_b_lift_hits_at_5"] == -1.0
-    # equal scores: the seeded tiebreak orders them, as ``space.ranking`` orders the whole space
-    for seed in range(5):
-        _, _, tied = entities.found_at(space, {"m": lambda block: np.ones(block.valid.shape)}, np.array([a0, a0, a1]),
-                                       np.array([b[1], b[4], b[0]]), (1, 2, 5), seed=seed, block_pairs=6)
-        for i, (s, answers) in enumerate(((a0, {b[1], b[4]}), (a1, {b[0]}))):
-            order = b[ranking(np.ones(6), np.full(6, s), b, seed)]
-            assert tied["m"][i].tolist() == [len(answers & set(order[:k].tolist())) for k in (1, 2, 5)]
-
-
-def test_row_hits_on_the_whole_space_vectors_equal_found_at(scored):
-    """The known row counted on walk-order vectors (``RowHits``, no second scoring pass) equals
-    ``found_at`` ranking the same rows again: continuous scores, and integer ones full of ties."""
-    _, space, gnn = scored
-    src, dst = space.pairs(dtype=np.int32)
-    rng = np.random.default_rng(0)
-    pick = rng.choice(len(src), 40, replace=False)
-    f_src, f_dst = src[pick].astype(np.int64), dst[pick].astype(np.int64)
-    pos = space.positions(src, dst, f_src, f_dst)
-    ks = [1, 5, 10]
-    scorers = {"gnn": gnn, "paths3": entities.paths3(space.kg, space, {}),
-               "popularity": entities.popularity(space.kg, space, {})}
-    want_sources, want_n, want = entities.found_at(space, scorers, f_src, f_dst, ks, seed=2, block_pairs=64)
-    hits = entities.RowHits(src, dst, pos, ks, len(space.dst), seed=2)
-    for name, scorer in scorers.items():
-        hits.add(name, walk(space, scorer, 1, 2, 64, keep=True).scores)
-    assert hits.sources.tolist() == want_sources.tolist() and hits.n_answers.tolist() == want_n.tolist()
-    for name in scorers:
-        np.testing.assert_array_equal(hits.found[name], want[name])
-    assert want["popularity"][:, -1].sum() > 0 and len(np.unique(space.kg.degree[space.dst])) < len(space.dst)
-
-
 def test_discovery_report_has_a_section_per_entity(tmp_path):
     overrides = ["task=discover", "backbone=rgcn", "backbone.epochs=2", "backbone.val_every=1", "data.scale=0.3",
                  "relation=chm_apl", "discover.top_k=10", "discover.review_budget.val=0",
@@ -393,7 +333,7 @@ def test_discovery_report_has_a_section_per_entity(tmp_path):
     n = m["retro_entity_sources"]
     assert n >= 1 and 0 <= m["retro_entity_gnn_hits_at_10"] <= 1 and m["retro_entity_paths3_recall_at_1_se"] >= 0
     csv = pl.read_csv(out / "retrospective_entities.csv")
-    known = csv.filter(pl.col("entities known") == entities.KNOWN_ROW)
+    known = csv.filter(pl.col("entities known") == entity_retro.KNOWN_ROW)
     assert known["method"].to_list() == ["GNN", "TSH", "Popularity (all edges)", "Popularity (relation)", "3-paths"]
     assert (known["entities"] == n).all()
 

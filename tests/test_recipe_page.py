@@ -119,6 +119,26 @@ def test_the_page_opens_on_the_question_the_trust_sentence_and_the_sets(tmp_path
     assert md.index(seen) < md.index("## Run details")
 
 
+def test_make_discover_targets_quotes_each_target_for_hydra(tmp_path):
+    """`make discover DATA=synthesis_recipes TARGETS="LiCoO2, Na3V2(PO4)3"` (issue #56): brackets, ·, an
+    apostrophe and a quote reach Hydra as the targets typed; ARGS still passes through."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from test_question_page import _make
+
+    names = ["LiCoO2", "Na3V2(PO4)3", "CuSO4·5H2O", "Li's \"x\"", "barium titanate"]
+    done = _make(tmp_path, "DATA=synthesis_recipes", "TARGETS=" + ", ".join(names), "ARGS=recipes.sets=3")
+    assert done.returncode == 0, done.stderr
+    args = done.stdout.splitlines()
+    assert args[:3] == ["-m", "hygrail.sweep", "experiment=discover_synthesis_recipes"]
+    targets_, sets = OverridesParser.create().parse_overrides(args[3:])
+    assert (targets_.key_or_group, targets_.value()) == ("recipes.targets", names)
+    assert (sets.key_or_group, sets.value()) == ("recipes.sets", 3)
+    bad = _make(tmp_path, "TARGETS=LiCoO2")
+    assert bad.returncode != 0 and 'make discover: TARGETS="LiCoO2" with DATA=; expected DATA=synthesis_recipes' \
+        in bad.stderr
+
+
 def test_trust_rows_figures_and_sentences():
     def target(m, n_elements, unseen, known=False):
         els = frozenset(["O", "Ba", "Ti", "Sr", "Ca", "Zr"][:n_elements])

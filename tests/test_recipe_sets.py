@@ -318,3 +318,60 @@ def test_the_page_lists_five_sets_per_target_in_a_folder_of_its_own(tmp_path):
     assert "only 3 sets obey the rules" in page
     assert len(run("[BaTiO3]")) == 2  # another query, another folder: the first page is kept
     assert len(list((tmp_path / "out" / "cache" / "recipes").iterdir())) >= 2  # the parsed table and the fit ranker
+
+
+# -- the caches (issue #54) -------------------------------------------------------------------------------
+CACHE_OPTIONS = {"neighbours": 10, "composed": 10, "window": 3, "volatile": list(VOLATILE), "free": list(FREE)}
+
+
+@pytest.mark.parametrize("name", ["recipes.parquet", "trees.npz", "ranker.json"])
+def test_a_truncated_recipe_cache_file_heals_with_one_warning(tmp_path, caplog, name):
+    """The parsed table (``recipes.parquet``) and the fitted set ranker (its trees as arrays, its
+    settings as JSON; no pickle) come back from the cache as they went in; a truncated file is named in
+    one warning line, its entry set aside, and the next run computes it again with the same result."""
+    from hygrail.recipes.page import fitted as cached_ranker, recipe_table as cached_table
+
+    data, cache = as_json(history(), tmp_path / "recipes.json"), tmp_path / "cache"
+    table, key, hit = cached_table(data, cache)
+    ranker, last, fit_hit = cached_ranker(table, key, CACHE_OPTIONS, cache, 0)
+    assert not hit and not fit_hit and not list(cache.rglob("*.pkl"))
+    lib = Library.build(table, None, VOLATILE, FREE)
+    want = [(p.precursors, p.score) for p in ranker.propose(lib, frozenset({"Li", "P", "S", "Cl"}), 5)]
+    (file,) = cache.glob(f"*/{name}")
+    file.write_bytes(file.read_bytes()[: file.stat().st_size // 2])
+    with caplog.at_level("WARNING", logger="hygrail.cache"):
+        again, _, hit = cached_table(data, cache)
+        read, _, fit_hit = cached_ranker(again, key, CACHE_OPTIONS, cache, 0)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert str(file) in line and "moved aside" in line and len(list(cache.glob("*.damaged-*"))) == 1
+    assert (hit, fit_hit) == (name != "recipes.parquet", name == "recipes.parquet")
+    assert again.equals(table) and (read.fit_rows, read.fit_targets) == (ranker.fit_rows, ranker.fit_targets)
+    got = [(p.precursors, p.score) for p in read.propose(Library.build(again, None, VOLATILE, FREE),
+                                                        frozenset({"Li", "P", "S", "Cl"}), 5)]
+    assert got == want  # scores to the bit: the trees read back are the trees fit
+    assert cached_ranker(again, key, CACHE_OPTIONS, cache, 0)[2]  # and now a plain hit
+
+
+def test_a_full_disk_while_the_recipe_table_is_written_is_one_line_and_the_rerun_goes_on(tmp_path, monkeypatch):
+    """The table goes to disk through bytes, so a full disk is the ``OSError`` behind it, not polars'
+    ComputeError: one line naming the cache folder and the table; nothing kept; once there is room
+    the same call writes it."""
+    import errno
+
+    from hygrail.cache import CacheWriteError
+    from hygrail.recipes.page import recipe_table as cached_table
+
+    data, cache = as_json(history(), tmp_path / "recipes.json"), tmp_path / "cache"
+    write_bytes = Path.write_bytes
+
+    def full(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    with pytest.raises(CacheWriteError, match=f"^cannot write the parsed recipe table into {cache}: No space left on "
+                                              r"device \(ENOSPC\); nothing half-written was kept"):
+        cached_table(data, cache)
+    assert [p.name for p in cache.iterdir() if not p.name.endswith(".lock")] == []
+    monkeypatch.setattr(Path, "write_bytes", write_bytes)
+    table, _, hit = cached_table(data, cache)
+    assert not hit and table.height == len(history())

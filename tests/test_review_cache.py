@@ -38,7 +38,7 @@ def test_first_writer_wins(tmp_path):
         cache.get("../../etc/passwd")
 
 
-def test_put_get_roundtrip_persistence_and_no_database(tmp_path):
+def test_put_get_roundtrip_persistence_and_no_database(tmp_path, caplog):
     cache = ReplyCache(tmp_path / "c" / "llm")
     k = request_key({"model": "m", "messages": []})
     assert cache.get(k) is None
@@ -50,10 +50,30 @@ def test_put_get_roundtrip_persistence_and_no_database(tmp_path):
     # nothing that needs locks or shared memory: no SQLite file, no WAL, no lock file
     names = [p.name for p in (tmp_path / "c").rglob("*") if p.is_file()]
     assert names == [f"{k}.json"]
-    # a damaged entry is a miss (never a verdict), and the next reply replaces it
-    (tmp_path / "c" / "llm" / k[:2] / f"{k}.json").write_text('{"key": "')
-    assert again.get(k) is None
+    # a damaged entry is a miss (never a verdict), set aside with one warning; the next reply replaces it
+    file = tmp_path / "c" / "llm" / k[:2] / f"{k}.json"
+    file.write_text('{"key": "')
+    with caplog.at_level("WARNING", logger="hygrail.cache"):
+        assert again.get(k) is None
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert str(file) in line and "moved aside" in line and len(list(file.parent.glob(f"{k}.json.damaged-*"))) == 1
     assert again.put(k, {"model": "m"}, {"content": "new"}) == {"content": "new"} == again.get(k)
+
+
+def test_a_full_disk_while_a_reply_is_stored_is_one_line(tmp_path, monkeypatch):
+    import errno
+
+    from hygrail.cache import CacheWriteError
+
+    cache = ReplyCache(tmp_path / "llm")
+
+    def full(self, *a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(CacheWriteError, match=f"cannot write an LLM reply into {tmp_path / 'llm'}: No space left"):
+        cache.put(request_key({"model": "m"}), {"model": "m"}, {"content": "x"})
+    assert not [p for p in (tmp_path / "llm").rglob("*") if p.is_file()]
 
 
 def test_replies_of_the_single_sqlite_file_are_still_read(tmp_path):

@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 import scipy.sparse as sp
 
-from hygrail.discovery import entities, entity_page, stack
+from hygrail.baselines.transitions import Predictor
+from hygrail.discovery import entities, entity_page, entity_retro, stack
 from hygrail.discovery.space import CandidateSpace, ranking
 from hygrail.kg import KG, DataError, Relation, Schema
 
@@ -124,7 +125,7 @@ def test_the_stack_ranks_the_whole_space_and_each_entity(small_run):
     for v, label in list(stack.VARIANTS.items())[:2]:  # the two the small run ranks
         assert abs(1 - answers[f"place {label}"].mean() - m[f"retro_stack_{v}_auc"]) <= p / n
     assert (answers["right_relation_degree"] >= 0).all() and answers["left"].dtype == pl.String
-    each = result.entities.each.filter(pl.col("entities known") == entities.KNOWN_ROW)
+    each = result.entities.each.filter(pl.col("entities known") == entity_retro.KNOWN_ROW)
     assert each.height == m["retro_entity_sources"] and each["answers"].sum() == m["retro_entity_answers"]
     for v, label in list(stack.VARIANTS.items())[:2]:  # the two the small run ranks
         assert each[f"hits@10 {label}"].mean() == pytest.approx(m[f"retro_entity_stack_{v}_hits_at_10"])
@@ -234,22 +235,33 @@ def test_a_fitted_stack_is_cached_by_what_it_was_fit_on(parts, tmp_path):
     assert (hit1, hit2) == (False, True) and again.check == first.check == fitted.check
     src, dst = entities.entity_pairs(space, entities.Entity(int(space.src[0]), "", known.type_of(int(space.src[0]))))
     np.testing.assert_array_equal(again.pair_scorer("with_gnn", space)(src, dst), first.pair_scorer("with_gnn", space)(src, dst))
+    # the trees came back from arrays and JSON (hygrail/treeio.py), not a pickle, and predict to the bit
+    entry = next(p for p in tmp_path.iterdir() if p.is_dir())
+    assert sorted(p.name for p in entry.iterdir()) == ["manifest.json", "stack.json", "with_gnn.known.json",
+                                                       "with_gnn.known.npz"]
+    x = np.hstack([first.features(space).pairs(src, dst), stack.gnn_prob(gnn.probability(gnn.pairs(src, dst)))[:, None]])
+    for pop, model in first.models["with_gnn"].items():
+        read = again.models["with_gnn"][pop]
+        assert read is not model and read.n_iter_ == model.n_iter_
+        np.testing.assert_array_equal(read.decision_function(x), model.decision_function(x))
+        np.testing.assert_array_equal(Predictor(read, x.shape[1])(x), Predictor(model, x.shape[1])(x))
     _, other = stack.fit_cached(tmp_path, split, triage.scores, ["with_gnn"], None, gnn, int(cfg.seed) + 1)
     assert not other and len(list(tmp_path.iterdir())) == 2 + 2  # two entries and their lock files
 
 
-def test_a_damaged_stack_entry_is_named_moved_aside_and_fit_again(parts, tmp_path, caplog):
-    """A truncated stack.pkl: one warning names it, the entry is kept beside as ``<key>.damaged-*``
-    and the refit trees rank exactly as the clean ones."""
+@pytest.mark.parametrize("name", ["with_gnn.known.npz", "stack.json"])
+def test_a_damaged_stack_entry_is_named_moved_aside_and_fit_again(parts, tmp_path, caplog, name):
+    """A truncated trees file or settings file: one warning names it, the entry is kept beside as
+    ``<key>.damaged-*`` and the refit trees rank exactly as the clean ones."""
     cfg, known, space, gnn, logits, fitted, split, triage = parts
     first, _ = stack.fit_cached(tmp_path, split, triage.scores, ["with_gnn"], None, gnn, int(cfg.seed))
-    (pkl,) = tmp_path.glob("*/stack.pkl")
-    pkl.write_bytes(pkl.read_bytes()[: pkl.stat().st_size // 2])
+    (file,) = tmp_path.glob(f"*/{name}")
+    file.write_bytes(file.read_bytes()[: file.stat().st_size // 2])
     with caplog.at_level("WARNING", logger="hygrail.cache"):
         again, hit = stack.fit_cached(tmp_path, split, triage.scores, ["with_gnn"], None, gnn, int(cfg.seed))
     (line,) = [r.getMessage() for r in caplog.records]
-    assert str(pkl) in line and "moved aside" in line and not hit
-    assert len(list(tmp_path.glob(f"{pkl.parent.name}.damaged-*"))) == 1
+    assert str(file) in line and "moved aside" in line and not hit
+    assert len(list(tmp_path.glob(f"{file.parent.name}.damaged-*"))) == 1
     src, dst = entities.entity_pairs(space, entities.Entity(int(space.src[0]), "", known.type_of(int(space.src[0]))))
     np.testing.assert_array_equal(again.pair_scorer("with_gnn", space)(src, dst), first.pair_scorer("with_gnn", space)(src, dst))
     assert stack.fit_cached(tmp_path, split, triage.scores, ["with_gnn"], None, gnn, int(cfg.seed))[1]
@@ -304,11 +316,12 @@ def test_a_first_answer_comes_before_the_gnn_and_the_page_is_rewritten_after(tmp
     result = run.discover(cfg)
     first, = seen
     assert "First answer, ranked by Stack without GNN (discover.first_answer)" in first
-    assert "Stack without GNN ranking" in first and "| GNN rank |" not in first and "| Stack without GNN score |" in first
-    assert "first answer (the stack without the GNN" in capsys.readouterr().out
+    assert "| GNN rank |" not in first and "| score (Stack without GNN) |" in first
+    printed = capsys.readouterr().out
+    assert "first answer (the stack without the GNN" in printed and "\n  1. " in printed  # its first five, printed
     assert result.entities.lists[0].ranker == "Stack (trees + GNN)" and "first_answer_seconds" not in result.metrics
     final = (write_report(result) / "hypotheses.md").read_text()
-    assert "First answer" not in final and "Stack (trees + GNN) ranking" in final
+    assert "First answer" not in final and "| score (Stack (trees + GNN)) |" in final
     seen.clear()
     run.discover(cfg)
     assert len(seen) == 1 and "First answer" not in seen[0]  # cached: the page read is the last full one

@@ -289,6 +289,22 @@ def test_a_killed_training_goes_on_to_the_same_model(planted_split, name, tmp_pa
         assert not np.array_equal(part.scores["test"], whole.scores["test"])
 
 
+def test_a_truncated_training_state_is_set_aside_and_training_starts_over(planted_split, tmp_path, caplog):
+    """A resume state that does not load (read with ``torch.load(weights_only=True)`` first): one
+    warning line names it, it is set aside, and the training runs from its first epoch to the
+    uninterrupted run's scores, instead of failing on every later run."""
+    cfg = FAST["rgcn"] | {"epochs": 4, "val_every": 1, "disjoint_train_ratio": 0.5}
+    whole = train.fit(planted_split, cfg, seed=7)
+    train.fit(planted_split, cfg, seed=7, resume=tmp_path, stop_after=2, save_every_s=0)
+    state = tmp_path / "last.ckpt"
+    state.write_bytes(state.read_bytes()[:1000])
+    with caplog.at_level("WARNING", logger="hygrail.cache"):
+        again = train.fit(planted_split, cfg, seed=7, resume=tmp_path, save_every_s=0)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert str(state) in line and "moved aside" in line and len(list(tmp_path.glob("last.ckpt.damaged-*"))) == 1
+    np.testing.assert_array_equal(again.scores["test"], whole.scores["test"])
+
+
 @pytest.mark.parametrize("name", ["heteroconv", "hgt", "rgcn", "hgt_plus", "hgt_plus_head"])
 def test_scorer_equals_the_trained_models_scores(planted_split, name):
     """Encode once + decode in chunks (what discovery runs over a candidate space) gives the scores
@@ -505,6 +521,21 @@ def test_a_damaged_entry_is_named_moved_aside_and_trained_again(planted_split, t
         assert str(file) in line and "moved aside" in line, line
     assert len(list(tmp_path.glob(f"{clean.key}.damaged-*"))) == 3
     assert triage_scores(planted_split, TINY, 42, tmp_path).cache_hit
+
+
+def test_the_first_answer_counts_a_damaged_model_as_not_cached(planted_split, tmp_path, caplog):
+    """``discover.first_answer`` asks whether the GNN is cached before training it: a damaged entry
+    is no model (set aside, one warning), so the first answer is written while the GNN trains again."""
+    from hygrail.discovery.first_answer import model_cached
+
+    clean = triage_scores(planted_split, TINY, 42, tmp_path)
+    assert model_cached(planted_split, TINY, 42, tmp_path)
+    file = tmp_path / clean.key / "model.ckpt"
+    file.write_bytes(file.read_bytes()[: file.stat().st_size // 2])
+    with caplog.at_level("WARNING", logger="hygrail.cache"):
+        assert not model_cached(planted_split, TINY, 42, tmp_path)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert str(file) in line and "moved aside" in line
 
 
 def test_unknown_backbone_is_a_one_line_data_error(planted_split):

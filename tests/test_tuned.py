@@ -115,31 +115,74 @@ def test_cache_key_changes_with_rows_settings_and_base(tiny_base, tmp_path):
     assert torch.get_num_threads() >= 1
 
 
-def test_a_killed_training_resumes_to_the_same_weights(tiny_base, tmp_path):
-    rows, settings = _rows(60), _settings(tiny_base, epochs=2)
-    whole = tuned.train(rows, settings, None, progress=False)
+class Kill(Exception):
+    pass
 
-    class Kill(Exception):
-        pass
 
+def _killed(rows, settings, cache):
+    """A training of ``rows`` under ``cache`` killed after its 5th step (the state saved at each)."""
     def kill(step):
         if step == 5:
             raise Kill
 
-    cache = tmp_path / "tuned"
     with pytest.raises(Kill):
         tuned.train(rows, settings, cache, progress=False, on_step=kill)
+
+
+def _same_weights(a, b) -> None:
+    for (n, x), (_, y) in zip(a.model.state_dict().items(), b.model.state_dict().items()):
+        assert torch_equal(x, y), n
+
+
+def test_a_killed_training_resumes_to_the_same_weights(tiny_base, tmp_path):
+    rows, settings = _rows(60), _settings(tiny_base, epochs=2)
+    whole = tuned.train(rows, settings, None, progress=False)
+    cache = tmp_path / "tuned"
+    _killed(rows, settings, cache)
     key = tuned.model_key(rows, settings)
     assert (cache / f".resume-{key}" / "state.pt").exists() and not (cache / key).exists()
     steps = []
     resumed = tuned.train(rows, settings, cache, progress=False, on_step=steps.append)
     assert steps[0] == 6 and steps[-1] == whole.info["steps"]  # went on after the last save
-    for (n, a), (_, b) in zip(whole.model.state_dict().items(), resumed.model.state_dict().items()):
-        assert torch_equal(a, b), n
+    _same_weights(whole, resumed)
     assert not (cache / f".resume-{key}").exists()
     again = tuned.train(rows, settings, cache, progress=False)  # from the cache, the same model
     assert again.cache_hit
     np.testing.assert_array_equal(again.logits(rows.first[:5]), resumed.logits(rows.first[:5]))
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "meta.json"])
+def test_a_truncated_tuned_reviewer_heals_with_one_warning(tiny_base, tmp_path, caplog, name):
+    """A truncated weights or meta file of the cached reviewer: one warning line names it, its entry
+    is set aside, and the reviewer is trained again to the same weights (then read as a hit)."""
+    rows, settings, cache = _rows(), _settings(tiny_base), tmp_path / "tuned"
+    first = tuned.train(rows, settings, cache, progress=False)
+    (file,) = cache.glob(f"*/{name}")
+    file.write_bytes(file.read_bytes()[: file.stat().st_size // 2])
+    with caplog.at_level("WARNING", logger="hygrail.cache"):
+        again = tuned.train(rows, settings, cache, progress=False)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert str(file) in line and "moved aside" in line and not again.cache_hit
+    np.testing.assert_array_equal(again.logits(rows.first[:5]), first.logits(rows.first[:5]))
+    assert tuned.train(rows, settings, cache, progress=False).cache_hit
+
+
+def test_a_truncated_training_state_is_set_aside_and_training_starts_over(tiny_base, tmp_path, caplog):
+    """The resume state is read with ``torch.load(weights_only=True)``; one that does not load is
+    named in one warning line, set aside, and the training starts from step 0 to the weights
+    an unbroken run gives."""
+    rows, settings = _rows(60), _settings(tiny_base, epochs=2)
+    whole = tuned.train(rows, settings, None, progress=False)
+    cache = tmp_path / "tuned"
+    _killed(rows, settings, cache)
+    (state,) = cache.glob(".resume-*/state.pt")
+    state.write_bytes(state.read_bytes()[:1000])
+    steps = []
+    with caplog.at_level("WARNING", logger="hygrail.cache"):
+        again = tuned.train(rows, settings, cache, progress=False, on_step=steps.append)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert str(state) in line and "moved aside" in line and steps[0] == 1
+    _same_weights(whole, again)
 
 
 def torch_equal(a, b) -> bool:

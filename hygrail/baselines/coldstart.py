@@ -21,8 +21,9 @@ Cold-start transitions (``cold_transitions``; t = the cutoff, h = the horizon): 
 in that window, as the rows they are asked about are new in (t, t + h]), to destinations it knows:
 every such edge a positive, a seeded uniform sample of the same sources' other known destinations
 (not linked by t, not implied by the ontology at t) the negatives, ``NEG_PER_POS`` per positive (as
-the trees on transitions, not tuned). Features are read from the graph at t - h and the names; no
-edge after t is read. Names come from the KG's release (HPO 2025): a disease's name at the cutoff
+the trees on transitions, not tuned). Features are read from the graph at t - h, with the new sources'
+descriptions supplied (``KG.describe``: a material's composition), and the names; no edge after t is
+read. Names come from the KG's release (HPO 2025): a disease's name at the cutoff
 is not recorded there, which the report states beside the cold-start rows (``stack``'s
 ``without_names`` variant measures how much a ranking leans on them).
 """
@@ -97,7 +98,8 @@ def cold_transitions(kg_cut: KG, relation: Relation, cutoff: int, horizon: int, 
     src = np.concatenate([pos_keys // n, got // n])
     dst = np.concatenate([pos_keys % n, got % n])
     label = np.concatenate([np.ones(len(pos_keys), np.int8), np.zeros(len(got), np.int8)])
-    return ColdTransitions(g0, start, src, dst, label)
+    # the new sources as a user gave them then: their descriptions (a material's composition) supplied one way
+    return ColdTransitions(g0.describe(sources), start, src, dst, label)
 
 
 def _window(options: Mapping) -> tuple[int, int, int, str]:

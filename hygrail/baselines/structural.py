@@ -177,6 +177,11 @@ def relation_adjacency(kg: KG, relation: Relation) -> sp.csr_matrix:
     return r
 
 
+def relation_degree(kg: KG, relation: Relation) -> np.ndarray:
+    """Each node's number of partners in the relation (float64, per node id)."""
+    return np.diff(relation_adjacency(kg, relation).indptr).astype(np.float64)
+
+
 def preferential_attachment(kg: KG, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     deg = kg.degree.astype(np.float64)
     return deg[np.asarray(src)] * deg[np.asarray(dst)]

@@ -49,6 +49,10 @@ Edges (undirected; one edge per node pair, count = the rows supporting it):
   date, first annotated later) is taken as not yet known, the conservative reading: its answers
   count as unreachable, not as misses.
 
+Identifiers: every node keeps its source's id as ``KG.keys`` (the disease's ``database_id``, the
+term's HP id, ``NCBIGene:<id>``): the page shows it, linked to its public page (``public_page``), and
+``discover.entities`` accepts it (``OMIM:154700``, ``ORPHA:558``, ``HP:0001166``).
+
 Hierarchy: ``KG.ancestors`` holds the transitive closure of ``is_a`` over the Phenotype nodes, so
 the KG never offers an ancestor of an annotated term (true by the true-path rule) as a negative or
 a candidate (``KG.excluded``).
@@ -81,6 +85,27 @@ TERM = r"HP:\d{7}"
 DISEASE_ID = r"^[A-Za-z]+:\S+$"
 CURATION = r"[^;\[\]]+\[\d{4}-\d{2}-\d{2}\]"  # curator[YYYY-MM-DD]
 INSTALL = "pip install -e '.[real]'"
+
+
+# A source id's public page and its database's name, by the id's prefix (``public_page``). Checked 2026-12-07
+# against each site's own links: hpo.jax.org's term browser, OMIM's entry pages, Orphanet's disease pages
+# (orpha.net/en/disease/detail/<number>, its 2024 site), DECIPHER's syndrome pages and NCBI Gene.
+PUBLIC_PAGES = {
+    "HP": ("HPO", "https://hpo.jax.org/browse/term/HP:{id}"),
+    "OMIM": ("OMIM", "https://omim.org/entry/{id}"),
+    "ORPHA": ("Orphanet", "https://www.orpha.net/en/disease/detail/{id}"),
+    "DECIPHER": ("DECIPHER", "https://www.deciphergenomics.org/syndrome/{id}"),
+    "NCBIGene": ("NCBI Gene", "https://www.ncbi.nlm.nih.gov/gene/{id}"),
+}
+
+
+def public_page(key: str | None) -> tuple[str, str] | None:
+    """(database name, URL) of a source id such as 'OMIM:154700'; None for an id of no known database."""
+    prefix, sep, rest = (key or "").partition(":")
+    if not sep or prefix not in PUBLIC_PAGES or not rest:
+        return None
+    database, url = PUBLIC_PAGES[prefix]
+    return database, url.format(id=rest)
 
 
 def hpo_folder(path: str | Path | None) -> Path:
@@ -172,7 +197,7 @@ def load_hpo(folder: Path, schema: Schema, gene_phenotype: bool = False) -> KG:
     dated = edges.filter(pl.col("type") == schema.edge_type(DISEASE, PHENOTYPE))["year"]
     log.info("%s: %d nodes, %d edges; %d of %d disease-phenotype edges dated (ORPHA annotations are not)",
              folder, nodes.height, edges.height, int((dated != NO_YEAR).sum()), len(dated))  # fmt: skip
-    return KG(schema, nodes.select("name", "type", "created"), edges, ancestors=ancestors)
+    return KG(schema, nodes.select("name", "type", "created", "key"), edges, ancestors=ancestors)
 
 
 def _named(keys: pl.Series, names: pl.Series, node_type: str, created: pl.Series | None = None) -> pl.DataFrame:

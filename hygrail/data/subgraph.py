@@ -118,7 +118,7 @@ def induced_subgraph(kg: KG, keep: np.ndarray) -> KG:
     masked = pl.DataFrame({"u": mu[m_in], "v": mv[m_in]})
     # A closed hierarchy stays closed on a node subset: an ancestor reached through a dropped node is kept.
     ancestors = None if kg.ancestors is None else kg.ancestors[keep][:, keep]
-    out = KG(kg.schema, kg.nodes[keep].select("name", "type"), edges, masked, ancestors)
+    out = KG(kg.schema, kg.nodes[keep].drop("id"), edges, masked, ancestors)
     out.source_nodes = kg.nodes.select("name", "type") if kg.source_nodes is None else kg.source_nodes
     out.created, out.as_of = (None if kg.created is None else kg.created[keep]), kg.as_of
     return out

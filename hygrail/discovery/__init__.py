@@ -60,11 +60,19 @@ def options(cfg: DictConfig) -> dict:
         what = f"discover.cutoff={cutoff}" if cutoff is not None else "discover.entity_lists=true"
         raise DataError(f"discover.entities_only=true with {what}: that needs the walk over the whole space "
                         f"entities_only skips; drop one of them")
+    from hygrail.discovery.pools import VARIANTS as LTR
     from hygrail.discovery.stack import VARIANTS
 
-    rankers = ("gnn", *(f"stack_{v}" for v in VARIANTS))
+    rankers = ("gnn", *(f"stack_{v}" for v in VARIANTS), "ltr")
     if d.get("entity_ranker", "gnn") not in rankers:
         raise DataError(f"discover.entity_ranker={d.get('entity_ranker')!r}: expected one of {', '.join(rankers)}")
+    ltr = d.get("ltr") or []
+    if not isinstance(ltr, list) or any(v not in LTR for v in ltr):
+        raise DataError(f"discover.ltr={ltr!r}: expected a list of the per-entity ranker's variants, some of "
+                        f"{', '.join(LTR)} (or [])")
+    if d.get("entity_ranker") == "ltr" and not ltr:
+        raise DataError("discover.entity_ranker=ltr chooses among the GNN, the stack and the per-entity ranker's "
+                        "variants: expected some discover.ltr (e.g. [ltr, ltr_no_text])")
     threads = d.get("threads")
     if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
         raise DataError(f"discover.threads={threads!r}: expected a number of threads >= 1, or null for the job's threads")

@@ -10,8 +10,9 @@ of the relation's two types exactly or case-insensitively is read as a formula (
 ``data.chemistry.amounts`` gives: ``Li2FeTiO4``, ``LiNi0.5Mn1.5O4``, ``Ca3(PO4)2``, ``CuSO4·5H2O``). A
 value that does not parse, or whose symbol is no element of the graph, is the one-line error of
 ``entities.resolve`` (closest names) followed by the offending token. A target the graph holds but
-does not know (only its composition edges: with a cutoff, a target first made after it, He et al.'s
-unseen target) is ranked the same way on its own node when named exactly (and no other node has its
+does not know (with a cutoff, a target first made after it, He et al.'s unseen target, whose
+composition the cut graph withholds: ``KG.until``) is ranked the same way on its own node, its
+composition supplied at scoring time (``KG.describe``), when named exactly (and no other node has its
 name), instead of failing for having no edges.
 
 The new node (``with_targets``): one node of type ``of``, named by the formula as written, with one
@@ -114,17 +115,19 @@ def options(d: Mapping, space: CandidateSpace) -> tuple[list, list[Formula]]:
     pool = [int(i) for t in (rel.src, rel.dst) for i in kg.nodes_of_type(t)]
     names = {kg.names[i].casefold() for i in pool}
     elements = {kg.names[i] for i in kg.nodes_of_type(via)}
-    # a target of the graph known only by its composition (with a cutoff: first made after it) is ranked as a
-    # new one on its own node, when its name is that node's alone
+    # a target of the graph first made after the cutoff (its composition withheld: KG.until) is ranked as a new
+    # one on its own node, its composition supplied as a user would give it (KG.describe), when its name is that
+    # node's alone
     shared = Counter(kg.names[i] for i in pool)
-    dormant = {kg.names[i]: int(i) for i in kg.nodes_of_type(of)
-               if not kg.known[i] and kg.degree[i] and shared[kg.names[i]] == 1}
+    described = np.union1d(kg.withheld["u"].to_numpy(), kg.withheld["v"].to_numpy())
+    dormant = {kg.names[i]: int(i) for i in np.intersect1d(kg.nodes_of_type(of), described)
+               if not kg.known[i] and shared[kg.names[i]] == 1}
     known, new = [], []
     for value in given:
         text = str(value).strip()
         if text in dormant and text not in {f.text for f in new}:
             node = dormant[text]
-            partners = kg.neighbors(node)[0]
+            partners = kg.describe([node]).neighbors(node)[0]
             symbols = tuple(sorted(kg.names[p] for p in partners if kg.type_of(p) == via))
             try:
                 amounts = dict(parse(text).amounts)
@@ -166,7 +169,10 @@ def check_backbone(backbone: Mapping, new: Sequence[Formula]) -> None:
 # -- the graph with the new nodes -------------------------------------------------------------------
 def with_targets(kg: KG, new: Sequence[Formula], of: str, via: str) -> tuple[KG, list[int]]:
     """``kg`` plus one ``of`` node per formula, each with composition edges only (module docstring):
-    (the graph, the new node ids). Every other node keeps its id."""
+    (the graph, the new node ids). Every other node keeps its id. A formula naming a node of the graph (a
+    target first made after the cutoff) gets that node's composition now, as a user would give it
+    (``KG.describe``)."""
+    kg = kg.describe([f.node for f in new if f.node is not None])
     years = kg.edges["year"].filter(kg.edges["year"] != NO_YEAR)
     year = kg.as_of if kg.as_of is not None else (int(years.max()) if len(years) else NO_YEAR)
     created = kg.created.copy() if kg.created is not None else np.full(kg.num_nodes, NO_YEAR, dtype=np.int64)

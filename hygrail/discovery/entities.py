@@ -11,11 +11,12 @@ GNN's score, rank and band region beside), ties by ``space.tiebreak`` as every r
 discovery; the best ``discover.entity_k`` as a section of the report (``hypotheses.md``, ``index.html``;
 ``entity_page`` writes the sections).
 
-Naming an entity (``resolve``): a node id (the ``left_id`` / ``right_id`` of the report's table: the
-loaders keep no source keys such as HPO's OMIM ids beyond the names made unique with them), else,
-among the nodes of the relation's two types, the exact name, else the name case-insensitively, else
-accent-free (Unicode NFKD, accents dropped, casefolded: 'Alstrom syndrome' matches 'Alström
-syndrome'), else the name less a trailing source key. Twins are one entity in several sources: nodes
+Naming an entity (``resolve``): a node id (the ``left_id`` / ``right_id`` of the report's table), else a
+source's own id where the loader keeps them (``KG.keys``: HPO's 'OMIM:154700', 'ORPHA:558',
+'HP:0001166'; that node only, as a name written with its key), else, among the nodes of the relation's
+two types, the exact name, else the name case-insensitively, else accent-free (Unicode NFKD, accents
+dropped, casefolded: 'Alstrom syndrome' matches 'Alström syndrome'), else the name less a trailing
+source key; each entity says how it matched (``Entity.matched``, on the page). Twins are one entity in several sources: nodes
 of one type whose names agree once keys and accents are dropped, but not in case only (a chemical
 formula: 'CO' is not 'Co'; HPO's 'MEND syndrome' / 'Mend syndrome' must be written exactly or by
 id). HPO's loader appends " (<key>)" to a name several keys share, so 'Marfan syndrome' is 'Marfan
@@ -54,18 +55,14 @@ nearly all of that the preparation every discovery run pays. Each list's first
 and every row its verdict as the ranked table decides it: one evidence retrieval per card, the cost
 the option bounds.
 
-Retrospective (``found_at``, ``summarise``, with ``discover.cutoff``): every entity of the relation's source type
-that gains edges after the cutoff (a known entity's answers: the future edges between nodes known by then,
-``retro.future_edges``, at any year after the cutoff; a new entity's: below); each method ranks all of that entity's
-candidates; hits@k (some answer in the top k) and recall@k (the share of its answers there) at
-``discover.entity_ks`` (1, 5, 10), and all@10 (every answer in the top 10), are averaged over those
-entities, with standard errors (sample standard deviation / sqrt(n)). A known entity's candidates are
-a run of the whole-space list, so with the retrospective tables its ranks are counted on the vectors
-they rank (``RowHits``); a new entity's row is scored here (``found_at``). Methods: the GNN, TSH
-(``scoring.TSHBlocks``, fit on validation as in ``task=run``) and the baselines of
-``discover.entity_baselines``, each a function of the graph, the space and ``discover.compatible``,
-naming no data set (``BASELINES``). All read the cut graph (everything known at the cutoff), as
-the GNN and TSH do when they rank (``discovery/run.py``'s module docstring):
+Retrospective (with ``discover.cutoff``; the rows, measures and lifts: ``entity_retro``): every entity of the
+relation's source type that gains edges after the cutoff is ranked by each method over all of its candidates.
+Methods: the GNN, TSH (``scoring.TSHBlocks``, fit on validation as in ``task=run``), the learned rankings a
+cell adds (the stack's variants, the per-entity ranker) and the baselines of ``discover.entity_baselines``,
+each a function of the graph, the space and ``discover.compatible``, naming no data set (``BASELINES``). All
+read the cut graph (everything known at the cutoff), as the GNN and TSH do when they rank
+(``discovery/run.py``'s module docstring); a new entity's rows read it with the entity's description
+supplied (``Cold``, ``KG.describe``):
 
 - ``popularity``: the candidate's degree over all edge types (how studied it is);
 - ``relation_popularity``: its degree within the relation (how many targets use a precursor, how
@@ -76,7 +73,7 @@ the GNN and TSH do when they rank (``discovery/run.py``'s module docstring):
   entity too. On the synthesis recipes (via: Element, ignore: O, C, H, N) that is a precursor
   every element of which, other than the anion-forming and volatile O, C, H and N, occurs in the
   target: the chemist's first filter, read from the static Target-Element / Precursor-Element
-  edges (known at any cutoff). A precursor of O, C, H, N only (H2O, NH4NO3 ...) is compatible
+  edges (a material's composition, known from its first recorded year). A precursor of O, C, H, N only (H2O, NH4NO3 ...) is compatible
   with every target.
 - ``paths3``: the number of 3-paths over the relation's own edges, (A·Aᵀ·A)[u, v]: u's partners'
   other sources' partners, the bipartite analogue of common neighbours (as ``method=paths3``,
@@ -94,15 +91,7 @@ the GNN and TSH do when they rank (``discovery/run.py``'s module docstring):
 Every baseline but ``paths3`` (which is there already) and ``cold_trees`` also ranks the whole space in the
 retrospective tables (``whole_space_baselines``).
 
-``lift``: the paired difference of hits@k (k = 10) between each learned ranking (the GNN, TSH, the
-stack's variants) and the best other ranking of its row, entity by entity, with its standard error:
-the best by mean hits@k of every ranking of another family (``family``: the stack's variants are not
-each other's baselines), learned ones included (issue #45: TSH and the GNN alone had been left out
-of "best baseline"). The rows: entities known at the cutoff; entities first linked within the
-horizon after it, on their answers within it (``retro.Future.new_within``: the cold-start task as a
-user meets it); and, labelled apart, every entity first linked after the cutoff on answers of any
-later year. Beside the cold-start rows the name-aware baselines (``baselines.coldstart``) and how
-much the stack leans on names (``name_reliance``).
+Beside the cold-start rows: the name-aware baselines (``baselines.coldstart``).
 
 On the recipes ``all_at_10`` is the share of targets whose every future precursor is in the top
 10. This is not He et al.'s success rate (Sci. Adv. 9, eadg8180, 2023: "when proposing five
@@ -125,18 +114,18 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import polars as pl
-import scipy.sparse as sp
-from tqdm import tqdm
 
 from hygrail.baselines import coldstart
-from hygrail.baselines.structural import relation_adjacency, structure
+from hygrail.baselines.structural import relation_adjacency, relation_degree, structure
 from hygrail.baselines.kge import LABEL as KGE_LABEL
 from hygrail.baselines.kge import kge
 from hygrail.baselines.transitions import LABEL as GBDT_LABEL
 from hygrail.baselines.transitions import gbdt
+from hygrail.discovery import entity_retro
+from hygrail.discovery.entity_retro import LEARNED, RowHits
 from hygrail.discovery.retro import Future
 from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, TSHBlocks
-from hygrail.discovery.space import Block, CandidateSpace, ranking, row_bounds, tiebreak
+from hygrail.discovery.space import Block, CandidateSpace, ranking
 from hygrail.kg import KG, DataError
 from hygrail.triage.routing import Band, route
 
@@ -152,6 +141,8 @@ class Entity:
     relation: str = ""  # the relation it was named for (``known_on_twins`` reads its partners over it)
     also: tuple[int, ...] = ()  # nodes of the relation's other type its name also names (``resolve``)
     also_type: str = ""  # their type
+    asked: str = field(default="", compare=False)  # what ``discover.entities`` said (``resolve``)
+    matched: str = field(default="", compare=False)  # how it matched: 'source id', 'exact name', ... (``_node``)
 
     def __str__(self) -> str:
         return f"{self.node_type} '{self.name}' (id {self.node})"
@@ -160,6 +151,9 @@ class Entity:
 # -- naming entities ------------------------------------------------------------------------------
 # a name a loader made unique with its source key: "Marfan syndrome (OMIM:154700)" (hygrail/data/hpo.py)
 _KEYED = re.compile(r"^(.+) \(([A-Za-z][\w.-]*:[^\s()]+)\)$")
+_SOURCE_ID = re.compile(r"^[A-Za-z][\w.-]*:\S+$")  # a source's own id: 'OMIM:154700', 'HP:0001166'
+# how a name matched (``_node``'s stages, in order), as the page says it
+MATCHED = ("exact name", "name, case aside", "name, accents aside", "name less its source id")
 
 
 def _fold(text: str) -> str:
@@ -206,9 +200,10 @@ def resolve(space: CandidateSpace, given: Sequence) -> list[Entity]:
     for value in given:
         text, only = _typed(value, types)
         mine = pool if only == types else np.concatenate([kg.nodes_of_type(t) for t in only])
-        nodes, also = _node(kg, text, only, mine, [kg.names[i] for i in mine], twins)
+        nodes, also, how = _node(kg, text, only, mine, [kg.names[i] for i in mine], twins)
         other = kg.type_of(also[0]) if also else ""
-        group = [Entity(i, kg.label(i), kg.type_of(i), tuple(twins(i)), rel.name, tuple(also), other) for i in nodes]
+        group = [Entity(i, kg.label(i), kg.type_of(i), tuple(twins(i)), rel.name, tuple(also), other, str(value).strip(),
+                        how[i]) for i in nodes]
         kept = [e for e in group if e.node in known]
         if not kept:
             one = len(group) == 1
@@ -230,11 +225,12 @@ def _typed(value, types: list[str]) -> tuple[object, list[str]]:
 
 
 def _node(kg: KG, value, types: list[str], pool: np.ndarray, names: list[str],
-          twins: Callable[[int], list[int]]) -> tuple[list[int], list[int]]:
-    """(the node ``value`` names, with its twins unless named by id or with its key; the nodes of the
-    relation's other type the name also names): a name of one node (or twins) of each type means the
-    relation's source type, the question asked of it (a chemist's BaTiO3 is a Target: which
-    precursors?), and the section says how to ask for the other (module docstring)."""
+          twins: Callable[[int], list[int]]) -> tuple[list[int], list[int], dict[int, str]]:
+    """(the node ``value`` names, with its twins unless named by id, source id or with its key; the
+    nodes of the relation's other type the name also names; how each matched, for the page): a name of
+    one node (or twins) of each type means the relation's source type, the question asked of it (a
+    chemist's BaTiO3 is a Target: which precursors?), and the section says how to ask for the other
+    (module docstring). A source id (``KG.keys``: 'OMIM:154700', 'HP:0001166', any case) names its node."""
     text = str(value).strip()
     wanted = " or ".join(types)
     if isinstance(value, int) or text.isdigit():  # a node id
@@ -243,11 +239,19 @@ def _node(kg: KG, value, types: list[str], pool: np.ndarray, names: list[str],
             raise DataError(f"discover.entities: no node has id {node}; expected 0..{kg.num_nodes - 1}")
         if kg.type_of(node) not in types:
             raise DataError(f"discover.entities: id {node} is {kg.type_of(node)} '{kg.label(node)}'; expected a {wanted}")
-        return [node], []
+        return [node], [], {node: "node id"}
+    if _SOURCE_ID.match(text):
+        keyed = [int(i) for i in pool if (kg.keys[i] or "").casefold() == text.casefold()]
+        if keyed:
+            return keyed[:1], [], {keyed[0]: "source id"}
+        if any(kg.keys):  # the graph keeps source ids: a well-formed id it lacks is a one-line error
+            like = next(kg.keys[int(i)] for i in pool if kg.keys[int(i)])
+            raise DataError(f"discover.entities: no {wanted} has the id {text!r} in this graph (expected an id "
+                            f"of its source such as {like}, a name or a node id)")
     folded = _fold(text)
     stages = (lambda n: n == text, lambda n: n.casefold() == text.casefold(), lambda n: _fold(n) == folded,
               lambda n: _fold(_base(n)) == folded)  # exact, case-insensitive, accent-free, less the source key
-    for same in stages:
+    for stage, same in zip(MATCHED, stages):
         hits = [int(i) for i, n in zip(pool, names) if same(n)]
         if not hits:
             continue
@@ -256,12 +260,13 @@ def _node(kg: KG, value, types: list[str], pool: np.ndarray, names: list[str],
         if first and rest and len(types) > 1:  # one name in both types: the source's, if each side is one entity
             own, other = sorted([first[0], *twins(first[0])]), sorted([rest[0], *twins(rest[0])])
             if set(first) <= set(own) and set(rest) <= set(other):
-                return (first if len(first) == 1 and _KEYED.match(text) else own), rest
+                chosen = first if len(first) == 1 and _KEYED.match(text) else own
+                return chosen, rest, _told(chosen, hits, stage)
         group = sorted([hits[0], *twins(hits[0])])
         if len(hits) == 1 and _KEYED.match(text):  # one twin, named with its key
-            return hits, []
+            return hits, [], _told(hits, hits, stage)
         if set(hits) <= set(group):  # one node, or twins: one entity in several sources
-            return group, []
+            return group, [], _told(group, hits, stage)
         nodes = ", ".join(str(Entity(i, kg.label(i), kg.type_of(i))) for i in hits)
         raise DataError(f"discover.entities: {text!r} names {len(hits)} nodes: {nodes}; give one by its id")
     by_base: dict[str, list[int]] = {}  # twins share a key: a near miss of 'Marfan syndrome' shows both
@@ -271,6 +276,11 @@ def _node(kg: KG, value, types: list[str], pool: np.ndarray, names: list[str],
     raise DataError(f"discover.entities: no {wanted} is named {text!r}; closest: "
                     + (", ".join(str(Entity(i, kg.label(i), kg.type_of(i))) for i in close) if close else "none")
                     + f" ({_quoting(kg.label(close[0]) if close else text)})")
+
+
+def _told(nodes: list[int], hits: list[int], stage: str) -> dict[int, str]:
+    """How each of ``nodes`` matched: by ``stage`` itself, or as the twin of a node that did."""
+    return {i: stage if i in hits else f"{stage} of its twin" for i in nodes}
 
 
 def known_on_twins(kg: KG, entity: Entity) -> set[int]:
@@ -303,6 +313,7 @@ class EntityList:
     # baselines and similar targets (hygrail/discovery/compositions.py)
     parts: list[tuple[str, pl.DataFrame | None]] = field(default_factory=list)
     ranker: str = "GNN"  # what ordered the list (``score``); other than the GNN: ``gnn_score``, ``gnn_rank`` beside
+    choice: str = ""  # why this list (``discover.entity_ranker=ltr``: the pre-cutoff check's figures), for the page
 
 
 def entity_pairs(space: CandidateSpace, entity: Entity) -> tuple[np.ndarray, np.ndarray]:
@@ -353,8 +364,8 @@ def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entit
     disease, not new; the section's heading counts them. ``ranker``: (label, log-odds of pairs) to
     rank by instead (``discover.entity_ranker``, e.g. the stack's ``StackFit.pair_scorer``); the
     table then keeps the GNN's probability and rank beside, and the region stays the GNN's (the band
-    is calibrated on the GNN's scores). ``gnn`` None (a first answer before the GNN is trained): the
-    ``ranker``'s order alone, without the GNN's columns."""
+    is calibrated on the GNN's scores); a third item, why this list, goes to the page. ``gnn`` None (a first
+    answer before the GNN is trained): the ``ranker``'s order alone, without the GNN's columns."""
     t0 = time.perf_counter()
     src, dst = entity_pairs(space, entity)
     on, implied = known_through_twins(space.kg, entity)
@@ -365,6 +376,7 @@ def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entit
     src, dst = src[~(on_twin | by_twin)], dst[~(on_twin | by_twin)]
     logits = None if gnn is None else gnn.pairs(src, dst)
     label, by = ("GNN", logits) if ranker is None else (ranker[0], np.asarray(ranker[1](src, dst), dtype=np.float64))
+    choice = ranker[2] if ranker is not None and len(ranker) > 2 else ""
     top = ranking(by, src, dst, seed)[:k]
     s, d = src[top], dst[top]
     partner = np.where(s == entity.node, d, s)
@@ -373,7 +385,7 @@ def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entit
     if gnn is None:
         columns |= {"score": 1.0 / (1.0 + np.exp(-by[top])), "future_year": pl.Series(years, dtype=pl.Int32)}
         return EntityList(entity, pl.DataFrame(columns), len(src), time.perf_counter() - t0, n_on, n_implied,
-                          ranker=label)
+                          ranker=label, choice=choice)
     gnn_score = gnn.probability(logits[top])
     if ranker is None:
         columns["score"] = gnn_score
@@ -383,22 +395,18 @@ def rank_entity(space: CandidateSpace, gnn: GNNBlocks, band: Band, entity: Entit
         columns |= {"score": 1.0 / (1.0 + np.exp(-by[top])), "gnn_score": gnn_score, "gnn_rank": gnn_rank[top]}
     columns |= {"region": [REGION_NAMES[int(r)] for r in route(gnn_score, band)],
                 "future_year": pl.Series(years, dtype=pl.Int32)}
-    return EntityList(entity, pl.DataFrame(columns), len(src), time.perf_counter() - t0, n_on, n_implied, ranker=label)
+    return EntityList(entity, pl.DataFrame(columns), len(src), time.perf_counter() - t0, n_on, n_implied, ranker=label,
+                      choice=choice)
 
 
 # -- per-entity baselines (module docstring) --------------------------------------------------------
-def relation_degree(graph: KG, space: CandidateSpace) -> np.ndarray:
-    """Each node's number of partners in the relation (float64, per node id)."""
-    return np.diff(relation_adjacency(graph, space.relation).indptr).astype(np.float64)
-
-
 def popularity(graph: KG, space: CandidateSpace, options: Mapping) -> Scorer:
     pop = graph.degree[space.dst].astype(np.float64)
     return lambda block: np.broadcast_to(pop, block.valid.shape)
 
 
 def relation_popularity(graph: KG, space: CandidateSpace, options: Mapping) -> Scorer:
-    pop = relation_degree(graph, space)[space.dst]
+    pop = relation_degree(graph, space.relation)[space.dst]
     return lambda block: np.broadcast_to(pop, block.valid.shape)
 
 
@@ -412,7 +420,7 @@ def compatible_popularity(graph: KG, space: CandidateSpace, options: Mapping) ->
     has = structure(graph)[:, nodes].tocsr()  # node x via-node, 0/1
     need = has[space.dst]
     n_need = np.asarray(need.sum(axis=1)).ravel()
-    pop = relation_degree(graph, space)[space.dst]
+    pop = relation_degree(graph, space.relation)[space.dst]
     first = pop.max(initial=0.0) + 1.0  # every compatible candidate before every other one
 
     def score(block: Block) -> np.ndarray:
@@ -447,14 +455,10 @@ BASELINES: dict[str, tuple[str, Callable[[KG, CandidateSpace, Mapping], Scorer]]
     **{k: (coldstart.LABELS[k], getattr(coldstart, k)) for k in ("name_cosine", "name_popularity", "cold_trees")},
 }
 COLD_ONLY = ("cold_trees",)  # fit on sources new in a window: a cold-start baseline, not one of the whole space
-LEARNED = {"gnn": "GNN", "tsh": "TSH"}
-# The per-entity table's rows: entities known at the cutoff (they have a dated edge: the whole space's
-# sources); entities first linked within the horizon after it, on their answers within it (the cold-start
-# task as a user meets it: a disease curated since the cutoff); and, labelled apart, entities first linked at
-# any later year on answers of any later year (the row issue #45 found counted as cold start before).
-KNOWN_ROW = "known at the cutoff"
-NEW_ROW = "new: first linked within the horizon"
-NEW_ANY_ROW = "new: first linked at any later year (any-year answers)"
+# An embedding per node trained on the cut graph: it cannot read a description supplied later (``Cold``), so a new
+# entity keeps the embedding it was given untrained (its rows reuse the cut graph's model, not one refit on the
+# described graph).
+TRANSDUCTIVE = ("kge",)
 
 
 def whole_space_baselines(d: Mapping) -> list[str]:
@@ -472,154 +476,6 @@ def baseline_options(d: Mapping) -> dict:
     return dict(d.get("compatible") or {}) | {"cutoff": d.get("cutoff"), "horizon": horizon,
                                                "seed": d.get("seed", 0), "kge": d.get("kge"),
                                                "names_model": (d.get("tsh") or {}).get("embedding_model")}
-
-
-# -- retrospective per-entity metrics --------------------------------------------------------------
-def found_at(space: CandidateSpace, scorers: Mapping[str, Scorer], future_src: np.ndarray, future_dst: np.ndarray,
-             ks: Sequence[int], seed: int, block_pairs: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """(entities, answers per entity, method -> (entities x ks) answers in its top k): each source
-    entity with future answers (src[i], dst[i]), all of its candidates ranked by each method (ties
-    by ``tiebreak``, as ``space.ranking``)."""
-    if space.same_type:
-        raise DataError(f"relation {space.relation.name}: the per-entity evaluation needs a relation between two "
-                        f"node types (each entity's candidates are one row of the space)")
-    n = space.kg.num_nodes
-    answers = sp.csr_matrix((np.ones(len(future_src)), (future_src, future_dst)), shape=(n, n))
-    sources = np.unique(future_src)
-    cols = np.minimum(np.asarray(ks), len(space.dst)) - 1
-    found = {name: [] for name in scorers}
-    size = space.block_size(block_pairs)
-    for lo in tqdm(range(0, len(sources), size), desc=f"rank {len(sources):,} entities' candidates", unit="block",
-                   leave=False):
-        block = space.block(sources[lo : lo + size])
-        row, col = np.nonzero(answers[block.src][:, space.dst].toarray() > 0)
-        tie = tiebreak(np.repeat(block.src, len(space.dst)), np.tile(space.dst, len(block.src)), seed)
-        tie = tie.reshape(block.valid.shape)
-        for name, score in scorers.items():
-            s = np.where(block.valid, np.asarray(score(block), dtype=np.float64), -np.inf)  # non-candidates last
-            rank = place_in_row(s[row], s[row, col][:, None], lambda: (tie[row], tie[row, col][:, None]))
-            hit = np.zeros((len(block.src), len(cols)), dtype=np.int64)
-            np.add.at(hit, row, rank[:, None] <= cols[None, :])
-            found[name].append(hit)
-    n_answers = np.asarray(answers[sources].sum(axis=1)).ravel()
-    return sources, n_answers, {name: np.concatenate(f) if f else np.zeros((0, len(ks))) for name, f in found.items()}
-
-
-class RowHits:
-    """``found_at``'s known row, read from whole-space score vectors instead of scoring the entities'
-    rows again. A known source's candidates are one contiguous run of a walk-order vector
-    (``CandidateSpace.pairs``: ``src_all``, ``dst_all``; ``pos``: the answers' positions there,
-    ``CandidateSpace.positions``), so each answer's rank in its row is counted on
-    that run, in ``found_at``'s order (score, then ``tiebreak``). ``add`` takes each method's vector
-    while the retrospective holds it (``retro.retrospective``'s ``tap``); ``found`` is then what
-    ``found_at`` returns for those methods. That second scoring pass took 349 s of the whole HPO 2018
-    cell's 2,158 (2026-12-04); counting took 0.1 s a method (0.4 s with ties everywhere) for 8,000
-    answers in 3,000 rows of 15 k candidates."""
-
-    def __init__(self, src_all: np.ndarray, dst_all: np.ndarray, pos: np.ndarray, ks: Sequence[int], n_dst: int,
-                 seed: int):
-        pos = np.unique(np.asarray(pos, dtype=np.int64))  # a pair is one answer (found_at's 0/1 matrix)
-        if (pos < 0).any():
-            raise ValueError("RowHits: a future edge is no candidate of the space; its row cannot be read")
-        self.src_all, self.dst_all, self.pos, self.seed = src_all, dst_all, pos, int(seed)
-        owner = np.asarray(src_all[pos], dtype=np.int64)  # sorted with pos: walk order is source-major
-        self.sources, first, self.n_answers = np.unique(owner, return_index=True, return_counts=True)
-        self.first = np.r_[first, len(pos)]
-        self.lo, self.hi = row_bounds(src_all, self.sources)
-        self.cols = np.minimum(np.asarray(ks), n_dst) - 1
-        self.found: dict[str, np.ndarray] = {}
-
-    def add(self, name: str, scores: np.ndarray) -> None:
-        """Count the answers' ranks in their rows of ``scores`` (every candidate, walk order)."""
-        hit = np.zeros((len(self.sources), len(self.cols)), dtype=np.int64)
-        for i in range(len(self.sources)):
-            lo, hi = self.lo[i], self.hi[i]
-            at = self.pos[self.first[i] : self.first[i + 1]]
-            rank = place_in_row(scores[lo:hi], scores[at][:, None], lambda: self._ties(lo, hi, at))
-            hit[i] = np.count_nonzero(rank[:, None] <= self.cols[None, :], axis=0)
-        self.found[name] = hit
-
-    def _ties(self, lo: int, hi: int, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        tb = tiebreak(self.src_all[lo:hi], self.dst_all[lo:hi], self.seed)
-        return tb, tb[at - lo][:, None]
-
-
-def place_in_row(row: np.ndarray, mine: np.ndarray, ties: Callable[[], tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """Each answer's 0-based place in its row as ``space.ranking`` orders it: the candidates scored
-    higher, then those tied with it that the tiebreak puts first. ``row``: the row's scores (one
-    row, or one per answer); ``mine``: the answers' scores, a column; ``ties()``: the row's and the
-    answers' tiebreaks, asked for only where an answer ties with another candidate (each ties with
-    itself). A few answers a row: comparing each with its row is much cheaper than sorting it."""
-    rank = np.count_nonzero(row > mine, axis=-1)
-    tied = row == mine
-    if np.count_nonzero(tied) > len(mine):
-        tb_row, tb_mine = ties()
-        rank += np.count_nonzero(tied & (tb_row < tb_mine), axis=-1)
-    return rank
-
-
-def per_entity(space: CandidateSpace, sources: np.ndarray, n_answers: np.ndarray, found: Mapping[str, np.ndarray],
-               labels: Mapping[str, str], ks: Sequence[int], row: str) -> pl.DataFrame:
-    """One row per entity of ``found_at``: its name, ``row`` (known or new), answers, its relation
-    degree and all-edge degree in the cut graph, and whether each method has an answer in its top 10
-    (else the largest k): where a ranking loses per entity, and to what (``bench/error_analysis.py``)."""
-    j = _at_10(ks)
-    kg = space.kg
-    return pl.DataFrame({"id": sources, "entity": [kg.label(int(u)) for u in sources], "entities known": row,
-                         "answers": n_answers.astype(np.int64),
-                         "relation_degree": relation_degree(kg, space)[sources].astype(np.int64),
-                         "degree": np.asarray(kg.degree)[sources]}
-                        | {f"hits@{ks[j]} {labels[m]}": (f[:, j] > 0).astype(np.int8) for m, f in found.items()})
-
-
-def _at_10(ks: Sequence[int]) -> int:
-    """The index of k = 10 in ``ks`` (else of the largest k): the list size the lifts compare at."""
-    return list(ks).index(10) if 10 in ks else len(ks) - 1
-
-
-def _mean_se(x: np.ndarray) -> tuple[float, float]:
-    x = np.asarray(x, dtype=np.float64)
-    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
-
-
-def summarise(n_answers: np.ndarray, found: Mapping[str, np.ndarray], labels: Mapping[str, str],
-              ks: Sequence[int]) -> pl.DataFrame:
-    """One row per method: hits@k and recall@k at each k, all@k at the largest k <= 10 (means over
-    entities) and their standard errors."""
-    j_all = max((j for j, k in enumerate(ks) if k <= 10), default=0)
-    rows = []
-    for name, f in found.items():
-        row = {"method": labels[name], "entities": len(n_answers)}
-        parts = [("hits", j, f[:, j] > 0) for j in range(len(ks))] + \
-                [("recall", j, f[:, j] / n_answers) for j in range(len(ks))] + [("all", j_all, f[:, j_all] == n_answers)]
-        for metric, j, values in parts:
-            row[f"{metric}_at_{ks[j]}"], row[f"{metric}_at_{ks[j]}_se"] = _mean_se(values)
-        rows.append(row)
-    return pl.DataFrame(rows)
-
-
-def family(method: str) -> str:
-    """The methods that are one ranking's variants (the stack's), whose margins are never taken
-    against each other: a margin is against the best ranking of another family."""
-    return "stack" if method.startswith("stack_") else method
-
-
-def lift(found: Mapping[str, np.ndarray], ks: Sequence[int], learned: Mapping[str, str] = LEARNED
-         ) -> tuple[dict[str, str], int, dict]:
-    """(each ``learned`` method's best other ranking by hits@k, k, metrics): k = 10 (else the largest
-    k); for each ``learned`` method the paired difference of hits@k, entity by entity, against the best
-    by mean hits@k of every ranking in ``found`` outside its own ``family`` (learned ones included:
-    TSH, the GNN alone, the trees), with its standard error."""
-    j = _at_10(ks)
-    hits = {name: (f[:, j] > 0).astype(np.float64) for name, f in found.items()}
-    best, out = {}, {}
-    for m in learned:
-        others = [o for o in found if family(o) != family(m)]
-        if m not in hits or not others:
-            continue
-        best[m] = max(others, key=lambda o: hits[o].mean())
-        out[f"{m}_lift_hits_at_{ks[j]}"], out[f"{m}_lift_hits_at_{ks[j]}_se"] = _mean_se(hits[m] - hits[best[m]])
-    return best, int(ks[j]), out
 
 
 # -- the report's part ---------------------------------------------------------------------------------
@@ -650,122 +506,71 @@ def options(d: Mapping, space: CandidateSpace) -> list[Entity]:
     return resolve(space, d.get("entities") or [])
 
 
+def list_for(ranker, space: CandidateSpace, entity: Entity) -> tuple[str, Callable] | None:
+    """What orders ``entity``'s list: ``ranker`` itself, or, given per population (``discover.entity_ranker=ltr``:
+    population -> (label, scorer)), the one of the entity's population in the graph the list is read from."""
+    if not isinstance(ranker, Mapping):
+        return ranker
+    return ranker["known" if space.kg.known[entity.node] else "cold"]
+
+
+@dataclass(frozen=True)
+class Cold:
+    """How the new entities of the retrospective are ranked: their space over the cut graph with their
+    descriptions supplied (``KG.describe``: a new material's composition, as a user would give it), the
+    GNN's block scores over it, and the other learned rankings over it (key -> (label, scorer), as
+    ``entity_report``'s ``extra``)."""
+
+    space: CandidateSpace
+    gnn_block: Scorer
+    extra: Mapping[str, tuple[str, Scorer]] = field(default_factory=dict)
+
+
 def entity_report(d: Mapping, wanted: Sequence[Entity], space: CandidateSpace, gnn: GNNBlocks, band: Band, split,
                   future: Future | None, seed: int, gnn_block: Scorer | None = None,
                   extra: Mapping[str, tuple[str, Scorer]] | None = None,
-                  ranker: tuple[str, Callable] | None = None, known: RowHits | None = None) -> EntityReport | None:
-    """The lists of ``wanted`` and (with a cutoff) the per-entity retrospective evaluation; None
-    when there is neither. ``gnn_block``: the GNN's block scorer for the evaluation (default
-    ``gnn``; a ``stack.Memo`` shares it with a stack); ``extra``: more learned rankings, key ->
-    (label, scorer), evaluated and lifted like the GNN (``discover.stack``); ``ranker``: what orders
-    the lists (``rank_entity``; None: the GNN); ``known``: the known row's hits already counted on the
-    whole-space vectors (``RowHits``), for the methods it holds."""
+                  ranker: tuple[str, Callable] | None = None, known: Mapping[str, RowHits] | None = None,
+                  cold: Cold | None = None) -> EntityReport | None:
+    """The lists of ``wanted`` and (with a cutoff) the per-entity retrospective evaluation
+    (``entity_retro.evaluate``); None when there is neither. ``gnn_block``: the GNN's block scorer for
+    the evaluation (default ``gnn``; a ``stack.Memo`` shares it with a stack); ``extra``: more learned
+    rankings, key -> (label, scorer), evaluated and lifted like the GNN (``discover.stack``,
+    ``discover.entity_ranker``); ``ranker``: what orders the lists (``rank_entity``; None: the GNN; per
+    population: ``list_for``);
+    ``known``: row -> the known rows' hits already counted on the whole-space vectors (``RowHits``),
+    for the methods they hold; ``cold``: how the new entities are ranked (default: as the known ones,
+    when no description was withheld, e.g. a disease given by its name)."""
     if not wanted and future is None:
         return None
     schema = space.kg.schema
     rel = space.relation
     years = None if future is None else dict(zip(zip(future.src.tolist(), future.dst.tolist()), future.year.tolist()))
-    lists = [rank_entity(space, gnn, band, e, int(d["entity_k"]), seed, years, ranker) for e in wanted]
+    lists = [rank_entity(space, gnn, band, e, int(d["entity_k"]), seed, years, list_for(ranker, space, e))
+             for e in wanted]
     report = EntityReport(lists, {rel.src: schema.display_name(rel.dst), rel.dst: schema.display_name(rel.src)},
                           metrics={f"discover_entity_seconds_{i}": e.seconds for i, e in enumerate(lists)})
     if future is None:
         return report
     ks, names = sorted(int(k) for k in d["entity_ks"]), list(dict.fromkeys(d.get("entity_baselines") or []))
-    graph = space.kg  # the cut graph: everything known at the cutoff (run.py's module docstring)
     extra = dict(extra or {})
     learned = LEARNED | {k: label for k, (label, _) in extra.items()}
-    scorers = {"gnn": gnn_block or gnn, "tsh": TSHBlocks(split, d["tsh"], space),
-               **{k: s for k, (_, s) in extra.items()},
-               **{b: BASELINES[b][1](graph, space, baseline_options(d)) for b in names}}
     labels = learned | {b: BASELINES[b][0] for b in names}
-    if known is not None:  # the rest, if any, ranked here
-        rest = {k: v for k, v in scorers.items() if k not in known.found}
-        sources, n_answers, found = known.sources, known.n_answers, dict(known.found)
-        if rest:
-            found |= found_at(space, rest, future.src, future.dst, ks, seed, int(d["block_pairs"]))[2]
-        found = {k: found[k] for k in scorers}
-    else:
-        sources, n_answers, found = found_at(space, scorers, future.src, future.dst, ks, seed, int(d["block_pairs"]))
-    if not len(sources):
-        return report
-    report.retro, report.each = _rows(found, sources, n_answers, space, labels, learned, ks, KNOWN_ROW)
-    report.metrics |= {"retro_entity_sources": float(len(sources)), "retro_entity_answers": float(n_answers.sum())}
-    report.metrics |= _row_metrics("retro_entity_", report.retro, found, learned, ks)
-    note = [f"{len(sources):,} {schema.display_name(rel.src)} entities gain {int(n_answers.sum()):,} {rel.label} edges "
-            f"after the cutoff (between nodes known by then); each method ranks all of an entity's candidates; mean ± "
-            f"standard error over the entities. 'lift': the paired hits@10 difference against the best other ranking "
-            f"of the row (every ranking but the method's own variants)."]
-    best, k, gains = lift(found, ks, learned)
-    if best:
-        note.append(f"Paired hits@{k} lift against the best other ranking: " + "; ".join(
-            f"{label} {gains[f'{m}_lift_hits_at_{k}']:+.3f} ± {gains[f'{m}_lift_hits_at_{k}_se']:.3f} (vs {labels[best[m]]})"
-            for m, label in learned.items() if m in best) + ".")
-    if len(future.new_src):  # the cold-start rows: entities first linked after the cutoff, given by name / composition
-        horizon, cutoff = int(baseline_options(d)["horizon"]), int(d["cutoff"])
-        within = future.new_within(cutoff, horizon)
-        for row, prefix, keep in ((NEW_ROW, "retro_entity_new_", within),
-                                  (NEW_ANY_ROW, "retro_entity_new_any_", np.ones(len(within), dtype=bool))):
-            if not keep.any():
-                continue
-            new, n_new, found_new = found_at(space, scorers, future.new_src[keep], future.new_dst[keep], ks, seed,
-                                             int(d["block_pairs"]))
-            rows, each = _rows(found_new, new, n_new, space, labels, learned, ks, row)
-            report.retro, report.each = pl.concat([report.retro, rows], how="diagonal"), pl.concat([report.each, each])
-            report.metrics |= _row_metrics(prefix, rows, found_new, learned, ks)
-            report.metrics |= {f"{prefix}sources": float(len(new)), f"{prefix}answers": float(n_new.sum())}
-        if "retro_entity_new_sources" in report.metrics:
-            note.append(f"Rows '{NEW_ROW}': {int(report.metrics['retro_entity_new_sources']):,} entities unknown at the "
-                        f"cutoff and first linked within {horizon} years of it, scored on their "
-                        f"{int(report.metrics['retro_entity_new_answers']):,} answers within those years: the cold-start "
-                        f"task as a user meets it, where the entity is given by its name or composition.")
-        note.append(f"Rows '{NEW_ANY_ROW}': every entity first linked after the cutoff, whenever, on answers of any "
-                    f"later year (a different task: most of them were curated years later).")
-        reliance = name_reliance(report.retro)
-        if reliance:
-            note.append(reliance)
-    report.note = " ".join(note)
+
+    def scorers_of(where: CandidateSpace, gnn_scores: Scorer, more: Mapping, skip=()) -> dict:
+        """Every ranking of the rows over ``where``'s graph (the cut graph, or it with descriptions supplied)."""
+        return {"gnn": gnn_scores, "tsh": TSHBlocks(split, d["tsh"], where), **{k: s for k, (_, s) in more.items()},
+                **{b: BASELINES[b][1](where.kg, where, baseline_options(d)) for b in names if b not in skip}}
+
+    scorers = scorers_of(space, gnn_block or gnn, extra)
+    cold_space = cold_scorers = None
+    if cold is not None:
+        cold_space = cold.space
+        cold_scorers = scorers_of(cold.space, cold.gnn_block, {k: cold.extra.get(k, v) for k, v in extra.items()},
+                                  TRANSDUCTIVE)
+        cold_scorers |= {b: scorers[b] for b in TRANSDUCTIVE if b in scorers}
+    horizon = int(baseline_options(d)["horizon"])
+    found = entity_retro.evaluate(space, scorers, labels, learned, future, int(d["cutoff"]), horizon, ks, seed,
+                                  int(d["block_pairs"]), known, cold_space, cold_scorers)
+    report.retro, report.each, report.note = found.retro, found.each, found.note
+    report.metrics |= found.metrics
     return report
-
-
-def _rows(found: Mapping[str, np.ndarray], sources: np.ndarray, n_answers: np.ndarray, space: CandidateSpace,
-          labels: Mapping[str, str], learned: Mapping[str, str], ks: Sequence[int], row: str
-          ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(the summary rows of one population of entities, with each learned method's lift against the
-    best other ranking, ``lift``; its per-entity rows)."""
-    best, k, gains = lift(found, ks, learned)
-    table = summarise(n_answers, found, labels, ks).with_columns(pl.lit(row).alias("entities known"))
-    names = list(found)
-    table = table.with_columns(
-        pl.Series(f"lift vs best other (hits@{k})", [labels[best[m]] if m in best else None for m in names], pl.String),
-        pl.Series(f"lift_hits_at_{k}", [gains.get(f"{m}_lift_hits_at_{k}") for m in names], pl.Float64),
-        pl.Series(f"lift_hits_at_{k}_se", [gains.get(f"{m}_lift_hits_at_{k}_se") for m in names], pl.Float64))
-    return table, per_entity(space, sources, n_answers, found, labels, ks, row)
-
-
-def _row_metrics(prefix: str, table: pl.DataFrame, found: Mapping[str, np.ndarray], learned: Mapping[str, str],
-                 ks: Sequence[int]) -> dict[str, float]:
-    """MLflow metrics of one row's table: ``<prefix><method>_<metric>`` and the learned methods' lifts."""
-    out = {}
-    for name, r in zip(found, table.iter_rows(named=True)):
-        out |= {f"{prefix}{name}_{k}": float(v) for k, v in r.items()
-                if isinstance(v, (int, float)) and v is not None and k != "entities" and not k.startswith("lift")}
-    out |= {f"{prefix}{key}": v for key, v in lift(found, ks, learned)[2].items()}
-    return out
-
-
-def name_reliance(retro: pl.DataFrame) -> str:
-    """How much the stack's cold-start hits@10 leans on names: its variant without the GNN against the
-    one without the GNN or the names' cosine (``stack.VARIANTS``), on the rows where both were ranked.
-    The names are the release's (a disease's name at the cutoff is not recorded there)."""
-    hits = [c for c in retro.columns if c.startswith("hits_at_") and not c.endswith("_se")]
-    col = "hits_at_10" if "hits_at_10" in hits else (hits[-1] if hits else None)  # the lifts' list size
-    parts = []
-    for row in (NEW_ROW, NEW_ANY_ROW, KNOWN_ROW):
-        r = {m: v for m, v in retro.filter(pl.col("entities known") == row).select("method", col).iter_rows()} \
-            if col else {}
-        a, b = r.get("Stack without GNN"), r.get("Stack without GNN or names")
-        if a is not None and b is not None:
-            parts.append(f"'{row}' {a:.3f} with names, {b:.3f} without ({b - a:+.3f})")
-    return ("How much the stack leans on names (its variant without the GNN, with and without the names' cosine; "
-            f"{col.replace('_at_', '@')}; the names are the release's, not those of the cutoff's date): "
-            + "; ".join(parts) + ".") if parts else ""

@@ -11,7 +11,8 @@ import numpy as np
 from omegaconf import DictConfig
 import polars as pl
 
-from hygrail.discovery import entities, rerank, stack
+from hygrail.baselines.structural import relation_degree
+from hygrail.discovery import entities, entity_retro, rerank, stack
 from hygrail.discovery.novelty import distances, novelty_scores
 from hygrail.discovery.retro import answers, degree_mask, margins, paired_precision, retrospective
 from hygrail.discovery.scoring import GNNBlocks, PreferentialAttachment, TSHBlocks, walk
@@ -30,8 +31,9 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
              fitted: "stack.StackFit | None" = None, heads: "rerank.Heads | None" = None):
     """Every ranking of the whole candidate space under every condition of the retrospective grid
     (``retro``), exactly over every candidate: (``retro.Retrospective``, the headline's precision@k
-    curves, metrics, the per-entity known row's hits counted on the same vectors: ``entities.RowHits``,
-    None for a same-type relation). The rankings, all read from the cut graph (``space.kg``), as the GNN's: the
+    curves, metrics, the per-entity known rows' hits counted on the same vectors: row ->
+    ``entity_retro.RowHits``, on the headline's horizon and on any later year; None for a same-type
+    relation). The rankings, all read from the cut graph (``space.kg``), as the GNN's: the
     GNN, HyGRAIL (in ``discover.order``'s order, the list the report shows; ``fit``: the review rule
     as fit, which orders the accepted under ``reviewed``; paired against the GNN at ``ks`` and K =
     the review budget, ``retro.paired_precision``), TSH, preferential attachment, common neighbours
@@ -77,19 +79,26 @@ def evaluate(cfg: DictConfig, d: dict, split, space: CandidateSpace, gnn: GNNBlo
             "min_counts": d["min_counts"] if counted else [1]}  # a KG without counts: every link has one
     ks = d["ks"]
     budget = int(d["review_budget"]["candidates"])
-    # the per-entity known row, counted on each vector as the retrospective holds it (entities.RowHits)
+    # the per-entity known rows, counted on each vector as the retrospective holds it (entity_retro.RowHits): on the
+    # headline's horizon, and apart on answers of any later year
     known_rows, tap = None, None
+    key = {label: k for k, label in labels.items()}
     if not space.same_type:
-        known_rows = entities.RowHits(src, dst, pos, sorted(int(k) for k in d["entity_ks"]), len(space.dst), seed)
+        ks_entity = sorted(int(k) for k in d["entity_ks"])
+        horizon = entities.baseline_options(d)["horizon"]
+        within = future.year <= int(cfg.discover.cutoff) + horizon
+        known_rows = {row: entity_retro.RowHits(src, dst, pos[keep], ks_entity, len(space.dst), seed)
+                      for row, keep in ((entity_retro.KNOWN_ROW, within), (entity_retro.KNOWN_ANY_ROW, np.ones_like(within)))
+                      if keep.any()}
         per_entity = {"gnn", "tsh", *(d.get("entity_baselines") or []), *(f"stack_{v}" for v in d.get("stack") or [])}
-        key = {label: k for k, label in labels.items()}
         reviewed_label = stack.VARIANTS[rerank.VARIANT] if heads is not None else None
 
         def tap(label, s):
             if key[label] in per_entity:
-                known_rows.add(key[label], s)
-            if label == reviewed_label:
-                heads.from_vector(s, known_rows, src, dst)
+                for rows in known_rows.values():
+                    rows.add(key[label], s)
+            if label == reviewed_label and entity_retro.KNOWN_ROW in known_rows:
+                heads.from_vector(s, known_rows[entity_retro.KNOWN_ROW], src, dst)
     result = retrospective(scores, src, dst, (pos, future.year, future.count), None, space.kg.degree,
                            int(cfg.discover.cutoff), grid, ks, seed, int(d["degree_buckets"]),
                            keep_head=max([*ks, budget]), tap=tap)
@@ -139,7 +148,7 @@ def answers_table(space: CandidateSpace, future, places: dict[str, np.ndarray]) 
     0 = first). Where a method loses AUC against another shows in the rows where its place is worse
     (``bench/error_analysis.py``)."""
     kg = space.kg
-    rel_degree = entities.relation_degree(kg, space).astype(np.int64)
+    rel_degree = relation_degree(kg, space.relation).astype(np.int64)
     src, dst = np.asarray(future.src), np.asarray(future.dst)
     return pl.DataFrame({"left_id": src, "right_id": dst, "left": [kg.label(int(u)) for u in src],
                          "right": [kg.label(int(v)) for v in dst], "year": np.asarray(future.year),

@@ -16,7 +16,7 @@ import polars as pl
 
 from hygrail.discovery import entities
 from hygrail.discovery.cards import write_html, write_markdown, write_table
-from hygrail.discovery.entity_page import add_to_report
+from hygrail.discovery.entity_page import add_to_report, write_question
 from hygrail.discovery.rankings import METHODS
 from hygrail.discovery.retro import Retrospective
 from hygrail.discovery.scoring import GNNBlocks
@@ -44,6 +44,7 @@ class Discovery:
     graph: object = None  # the cut graph: what every ranking, list and candidate's evidence read
     entities: entities.EntityReport | None = None  # discover.entities' lists, the per-entity retrospective
     lists: pl.DataFrame | None = None  # discover.entity_lists: every source entity's best entity_k
+    sections: list | None = None  # discover.entities_only's question page, as written (``entity_page.Section``)
 
 
 def summary(cfg: DictConfig, space: CandidateSpace, band: Band, threshold: float, gamma, w, n_reviewed: int,
@@ -161,9 +162,13 @@ def _share(metrics: dict, prefix: str) -> str:
 # -- output ------------------------------------------------------------------------------------------
 def write_report(result: Discovery) -> Path:
     """Table, Markdown, HTML (and with a cutoff the retrospective tables and the precision@K figure)
-    into ``result.out``."""
+    into ``result.out``; ``discover.entities_only``: the question page (``entity_page.write_question``)."""
     out = result.out
     out.mkdir(parents=True, exist_ok=True)
+    if result.summary.get("question"):  # discover.entities_only: the named entities' page alone, no ranked table
+        result.sections = write_question(result.entities, result.graph, result.summary, out)
+        (out / "metrics.json").write_text(json.dumps(result.metrics, indent=1, default=float))
+        return out
     figure = None
     if result.retro is not None:
         figure = out / "precision_at_k.png"
@@ -180,7 +185,7 @@ def write_report(result: Discovery) -> Path:
     write_markdown(result.table, result.summary, result.retro, out)
     write_html(result.table, result.summary, result.retro, figure, out)
     if result.entities is not None:
-        add_to_report(result.entities, out)
+        add_to_report(result.entities, out, result.graph)
     if result.lists is not None:
         result.lists.write_parquet(out / "entity_lists.parquet")
     (out / "metrics.json").write_text(json.dumps(result.metrics, indent=1, default=float))

@@ -95,7 +95,7 @@ def like_reviewed(scores: np.ndarray, routed: np.ndarray, reviewed: np.ndarray, 
 
 def reviewed_heads(reviewer: "rerank.Reranker", d: dict, graph: KG, future, result: Discovery) -> dict:
     """The tuned reviewer's re-ordered heads against the stack's own order (``rerank``): known entities
-    on their answers after the cutoff, new ones on theirs within the horizon, the whole-space top on
+    on their answers within the horizon, new ones on theirs within it, the whole-space top on
     the headline's answers; the table into ``reviewed_head.csv``, the page's note names the reviewer."""
     cutoff, horizon = int(d["cutoff"]), int(entities.baseline_options(d)["horizon"])
 
@@ -108,7 +108,8 @@ def reviewed_heads(reviewer: "rerank.Reranker", d: dict, graph: KG, future, resu
     within = future.new_within(cutoff, horizon) if len(future.new_src) else np.zeros(0, bool)
     h, _, min_count = result.retro.headline
     hit = answers(future.year, future.count, cutoff, h, min_count) == 1
-    table, metrics = reviewer.evaluate(graph, {"known": grouped(future.src, future.dst),  # entities.KNOWN_ROW
+    on_horizon = future.year <= cutoff + horizon  # entity_retro.KNOWN_ROW: the answers within the horizon (issue #54)
+    table, metrics = reviewer.evaluate(graph, {"known": grouped(future.src[on_horizon], future.dst[on_horizon]),
                                                "new": grouped(future.new_src[within], future.new_dst[within])},
                                        set(zip(future.src[hit].tolist(), future.dst[hit].tolist())))
     result.out.mkdir(parents=True, exist_ok=True)

@@ -41,7 +41,10 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
+import json
 import logging
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,11 +53,12 @@ from typing import Mapping
 import numpy as np
 import polars as pl
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from threadpoolctl import threadpool_limits
 
-from hygrail.data import load_kg
-from hygrail.discovery import compositions, entities, first_answer, options, rerank, stack
+from hygrail.data import data_path, load_kg
+from hygrail.discovery import compositions, entities, entity_page, first_answer, options, pools, rerank, stack
+from hygrail.discovery.backtest import plural
 from hygrail.discovery.cards import COLUMNS, listed_moves
 from hygrail.discovery.ranked import build_table, entity_cards
 from hygrail.discovery.rankings import evaluate
@@ -86,12 +90,22 @@ def default_out(cfg: DictConfig) -> Path:
     d = cfg.discover
     if d.out:
         return Path(str(d.out))
-    if d.get("entities_only"):  # no review: the reviewer and its evidence take no part in the name
-        return Path(cfg.paths.outputs) / "discover" / str(cfg.relation.name) / f"{cfg.backbone.name}-seed{cfg.seed}-entities"
+    if d.get("entities_only"):
+        return question_folder(cfg)
     name = f"{cfg.backbone.name}-{cfg.llm.name}-{cfg.evidence.mode}-seed{cfg.seed}"
     name += f"-cutoff{d.cutoff}" if d.cutoff is not None else ""
     name += "-reviewed" if d.get("order", "paper") == "reviewed" else ""  # beside the paper order's report
     return Path(cfg.paths.outputs) / "discover" / str(cfg.relation.name) / name
+
+
+def question_folder(cfg: DictConfig) -> Path:
+    """``discover.entities_only``'s folder: one per question, as task=recipes keeps one per query (issue #56:
+    each query overwrote the last page): ``<outputs>/discover/<relation>/<the entities as asked>-<hash>``,
+    the hash over the data, backbone, seed and every discover option (the reviewer takes no part: none runs)."""
+    slug = re.sub(r"[^\w.+-]+", "_", "+".join(str(x) for x in cfg.discover.entities))[:80].strip("_") or "entities"
+    query = {k: OmegaConf.to_container(cfg[k], resolve=True) for k in ("data", "backbone", "discover")}
+    digest = hashlib.sha256(json.dumps(query | {"seed": int(cfg.seed)}, sort_keys=True, default=str).encode())
+    return Path(cfg.paths.outputs) / "discover" / str(cfg.relation.name) / f"{slug}-{digest.hexdigest()[:8]}"
 
 
 @contextlib.contextmanager
@@ -147,9 +161,11 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
         report, m = first_answer.lists(d, split, space, wanted, cfg.backbone, seed, cache)
         early = entities_only(cfg, space, None, None, m, {"prepare": time.perf_counter() - t0}, lambda future: report,
                               pending=len(new))
-        print(f"first answer (the stack without the GNN, {m['first_answer_seconds']:.0f} s): "
-              f"{write_report(early).resolve() / 'index.html'}; training the GNN now, the page is rewritten when it is "
-              f"done (stopping here keeps this page; the same command goes on with the training)", flush=True)
+        page = write_report(early).resolve() / "index.html"
+        print("\n".join(entity_page.terminal(early.sections)), flush=True)
+        print(f"first answer (the stack without the GNN, {m['first_answer_seconds']:.0f} s): {page}; training the GNN "
+              f"now, the page is rewritten when it is done (stopping here keeps this page; the same command goes on "
+              f"with the training)", flush=True)
     with threads(int(cfg.threads)):  # the model depends on the thread count (conf/discover/default.yaml)
         triage, metrics, _ = gnn_stage(cfg, known, split, logger)
     from hygrail.triage.train import load_scorer
@@ -160,7 +176,8 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
     gnn = GNNBlocks(scorer, space)
     timer["prepare"] = time.perf_counter() - t0
     fitted, by = None, d.get("entity_ranker", "gnn")
-    ranks_by = by.removeprefix("stack_") if by != "gnn" and wanted else None  # the stack variant ordering the lists
+    # the stack variant ordering the lists (entity_ranker=ltr: the stack with the GNN is one of the lists it chooses from)
+    ranks_by = ("with_gnn" if by == "ltr" else by.removeprefix("stack_")) if by != "gnn" and wanted else None
     retro_variants = [] if d.get("entities_only") else list(d.get("stack") or [])
     variants = list(dict.fromkeys(retro_variants + ([ranks_by] if ranks_by else [])))
     if variants:  # the stacked head, fit on the split's held-out transitions (hygrail/discovery/stack.py)
@@ -176,10 +193,19 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
         reviewer = rerank.Reranker(llm_config(cfg), load_mode(plain(cfg.evidence), plain(cfg.relation)["templates"]),
                                    split, d | {"seed": seed}, Path(cfg.paths.cache) / "tuned")
         timer["rerank_train"] = time.perf_counter() - t0
+    ltr = None
+    ltr_variants = list(d.get("ltr") or []) if cutoff is not None or by == "ltr" else []
+    if ltr_variants:  # the per-entity ranker (pools.py), fit on the split's window, its list chosen per population
+        t0 = time.perf_counter()
+        ltr = pools.build(cfg, d, split, triage, space, fitted, ltr_variants, int(d.get("threads") or cfg.threads))
+        metrics |= ltr.fitted.metrics() | {"ltr_cache_hit": float(ltr.hit)}
+        timer["ltr_fit"] = time.perf_counter() - t0
     ranker = None
     if ranks_by:
         t0 = time.perf_counter()
         ranker = (stack.VARIANTS[ranks_by], fitted.pair_scorer(ranks_by, space))
+        if by == "ltr":
+            ranker = list_by_population(ltr, space, gnn, ranker)
         timer["stack_features"] = time.perf_counter() - t0  # the cut graph's neighbours, read once
     named_sections = lambda future, *more: named(cfg, d, wanted, new, space, gnn, band, split, future, *more,  # noqa: E731
                                                  ranker=ranker)
@@ -250,10 +276,15 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
     memo = stack.Memo(rows)  # the per-entity rows read each block once for the GNN and the stack
     stacked = {f"stack_{v}": (stack.VARIANTS[v], fitted.scorer(v, space, memo)) for v in d.get("stack") or []} \
         if future is not None else {}
-    if reviewer is not None and f"stack_{rerank.VARIANT}" in stacked:  # the new entities' heads, as they are scored
-        label, scorer = stacked[f"stack_{rerank.VARIANT}"]
-        stacked[f"stack_{rerank.VARIANT}"] = (label, reviewer.heads.capture(scorer, space.dst))
-    result.entities = named_sections(future, memo, stacked, known_rows)
+    cold = cold_rows(cfg, d, split, known, future, fitted, ltr) if future is not None else None
+    if ltr is not None and future is not None:  # the per-entity ranker's variants, beside the stack's
+        here = ltr.inputs(space, memo)
+        stacked |= {v: (pools.VARIANTS[v], ltr.scorer(v, here)) for v in ltr.fitted.rankers}
+    new_rows = stacked if cold is None else cold.extra  # what ranks the new entities
+    if reviewer is not None and f"stack_{rerank.VARIANT}" in new_rows:  # the new entities' heads, as they are scored
+        label, scorer = new_rows[f"stack_{rerank.VARIANT}"]
+        new_rows[f"stack_{rerank.VARIANT}"] = (label, reviewer.heads.capture(scorer, space.dst))
+    result.entities = named_sections(future, memo, stacked, known_rows, cold)
     if result.entities is not None:
         metrics |= result.entities.metrics
         timer["entities"] = time.perf_counter() - t0
@@ -271,14 +302,50 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
     return result
 
 
+def list_by_population(ltr: "pools.Built", space: CandidateSpace, gnn: GNNBlocks, stacked: tuple) -> dict:
+    """``discover.entity_ranker=ltr``: population -> (label, pair scorer) of the list the pre-cutoff check chose
+    for it (``pools.check_and_choose``: the GNN, the stack with the GNN, the per-entity ranker's variants)."""
+    here = ltr.inputs(space, gnn)
+    lists = {"gnn": ("GNN", gnn.pairs), "stack_with_gnn": stacked[:2]}
+    lists |= {v: (pools.VARIANTS[v], ltr.scorer(v, here).pairs) for v in ltr.fitted.rankers}
+    out = {}
+    for pop in pools.POPULATIONS:
+        key = ltr.fitted.choice.get(pop, "stack_with_gnn")
+        out[pop] = (*lists[key], pools.choice_note(ltr.fitted.check, pop, key, {k: v[0] for k, v in lists.items()}))
+    return out
+
+
+def cold_rows(cfg: DictConfig, d: dict, split, known: KG, future, fitted, ltr=None) -> entities.Cold | None:
+    """How the retrospective ranks the entities first linked after the cutoff (``entities.Cold``): over the
+    cut graph with their descriptions supplied as a user would give them (``KG.describe``: a new
+    material's composition, which the cut graph withholds), the GNN passing messages into them only, and
+    the stack's variants reading their features there; None when nothing was withheld for them (a
+    disease is given by its name: the cut graph itself serves)."""
+    graph = known.describe(future.new_src)
+    if graph is known:
+        return None
+    from hygrail.triage.train import load_scorer
+
+    space = CandidateSpace(graph, known.schema.relation(cfg.relation.name))
+    scorer = load_scorer(split, plain(cfg.backbone), int(cfg.seed), Path(cfg.paths.cache) / "triage",
+                         int(d["encode_edges"]), graph=graph)
+    gnn = stack.Memo(GNNBlocks(scorer, space))
+    extra = {f"stack_{v}": (stack.VARIANTS[v], fitted.scorer(v, space, gnn)) for v in d.get("stack") or []}
+    if ltr is not None:
+        here = ltr.inputs(space, gnn)
+        extra |= {v: (pools.VARIANTS[v], ltr.scorer(v, here)) for v in ltr.fitted.rankers}
+    return entities.Cold(space, gnn, extra)
+
+
 def named(cfg: DictConfig, d: dict, wanted: list, new: list, space: CandidateSpace, gnn: GNNBlocks, band: Band, split,
-          future, gnn_block=None, extra=None, known=None, ranker=None) -> entities.EntityReport | None:
+          future, gnn_block=None, extra=None, known=None, cold=None, ranker=None) -> entities.EntityReport | None:
     """The per-entity part: the named entities' lists (and with a cutoff the per-entity retrospective,
-    ``gnn_block``, ``extra``, ``known`` and ``ranker`` as ``entities.entity_report`` reads them), what the graph
+    ``gnn_block``, ``extra``, ``known``, ``cold`` and ``ranker`` as ``entities.entity_report`` reads them), what the graph
     records for each, and the new compositions' sections (``compositions``: ranked by the GNN, whose
     message passing reaches the new node; the stack's neighbour features would need the graph with it)."""
     seed = int(cfg.seed)
-    report = entities.entity_report(d, wanted, space, gnn, band, split, future, seed, gnn_block, extra, ranker, known)
+    report = entities.entity_report(d, wanted, space, gnn, band, split, future, seed, gnn_block, extra, ranker, known,
+                                    cold)
     if not (wanted or new):
         return report
     from hygrail.triage.train import load_scorer
@@ -356,17 +423,22 @@ def entities_only(cfg: DictConfig, space: CandidateSpace, band: Band | None, thr
               f"discover.entities_only for those")
     rankers = sorted({e.ranker for e in report.lists})
     by = cfg.backbone.name if rankers == ["GNN"] else f"{', '.join(rankers)} (GNN: {cfg.backbone.name})"
-    lead = [f"Ranked by {by}: {scored}.",
+    sides = {e.entity.node_type for e in report.lists}
+    partners = plural(report.partner_type[sides.pop()]) if len(sides) == 1 else "candidates"
+    asked = list(dict.fromkeys(e.entity.asked or e.entity.name for e in report.lists))
+    lead = [f"Each list ranks the {partners} not recorded for it ({where}) by {', '.join(rankers)}, best first; the "
+            f"sentence under each name says how often such lists held one recorded later.",
             "Suggestions are model-generated candidates for expert or experimental validation, not findings."]
     if pending is not None:
         by = f"{', '.join(rankers)} (first answer: no GNN yet)"
-        lead[0] = (f"First answer, ranked by {', '.join(rankers)} (discover.first_answer): the GNN ({cfg.backbone.name}) "
-                   f"is being trained, and this page is rewritten with discover.entity_ranker's lists when it is done; "
-                   f"stopped before then, the same command goes on from its last epoch. "
-                   + (f"{pending} new composition(s) get their section then (the GNN ranks them). " if pending else "")
-                   + f"Scored: {scored}.")
+        lead.insert(0, f"First answer, ranked by {', '.join(rankers)} (discover.first_answer) while the GNN "
+                       f"({cfg.backbone.name}) trains: this page is rewritten with discover.entity_ranker's lists when it "
+                       f"is done; stopped before then, the same command goes on from its last epoch. "
+                       + (f"{pending} new composition(s) get their section then (the GNN ranks them)." if pending else ""))
+    trust_table = options(cfg).get("trust_table")
+    trust = data_path(str(trust_table)) if trust_table else None
     facts = {"scored": scored, "data": cfg.data.name, "relation": f"{rel.name} ({rel.label})", "backbone": cfg.backbone.name,
-             "ranked by": by, "seed": cfg.seed,
+             "ranked by": by, "seed": cfg.seed, "back-test figures (discover.trust_table)": str(trust),
              "band [a*, b*]": "not yet: the GNN is training" if band is None else
              f"[{band.a:.4f}, {band.b:.4f}]" + (f" ({EMPTY_BAND})" if band.a == band.b else ""),
              "GNN-only threshold": "not yet" if threshold is None else f"{threshold:.4f}",
@@ -374,8 +446,9 @@ def entities_only(cfg: DictConfig, space: CandidateSpace, band: Band | None, thr
     table = pl.DataFrame(schema=TABLE_SCHEMA).select(COLUMNS)
     result = Discovery(table, metrics, default_out(cfg), {}, space=space, graph=space.kg,
                        entities=report)
-    result.summary = {"title": f"HyGRAIL discovery: {rel.label} candidates of {len(report.lists)} named entities "
-                               f"({where})", "lead": lead, "facts": facts, "warnings": []}
+    result.summary = {"title": f"{partners[:1].upper() + partners[1:]} not yet recorded for {', '.join(asked)}",
+                      "lead": lead, "facts": facts, "warnings": [], "question": True, "relation": rel.name,
+                      "trust_table": trust}
     return result
 
 
@@ -405,6 +478,7 @@ def main(cfg: DictConfig) -> dict:
     m = result.metrics
     n_acc = int((result.table["verdict"] == "accept").sum())
     if m.get("discover_entities_only"):
+        print("\n".join(entity_page.terminal(result.sections)))
         print(f"{cfg.relation.name} {cfg.backbone.name} discovery of {len(result.entities.lists)} named entities only "
               f"(discover.entities_only: the {int(m['discover_candidates']):,} candidates not walked) | MLflow run "
               f"{cell.run_id} (experiment {cfg.discover.experiment})")
@@ -417,5 +491,7 @@ def main(cfg: DictConfig) -> dict:
         print(result.retro.headline_rows().select("method", "n_answers", "auc", "ap", f"precision_at_{ks[0]}",
                                                   f"precision_at_{ks[-1]}", f"recall_at_{ks[-1]}"))
     also = "hypotheses.md, hypotheses.csv, hypotheses.parquet" + (", entity_lists.parquet" if result.lists is not None else "")
+    if result.sections is not None:
+        also = f"hypotheses.md, {entity_page.LIST_FILE}: every listed row with its ids and scores"
     print(f"report: {out.resolve() / 'index.html'} (also {also})", flush=True)
     return {"status": "finished", "cell": f"discover {cfg.relation.name} {cfg.backbone.name}", "run_id": cell.run_id}

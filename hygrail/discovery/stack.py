@@ -292,13 +292,7 @@ def fit(split, triage_scores, variants: Sequence[str], compatible: Mapping | Non
     names' vectors (``hygrail.names.NameVectors``; None: no ``name_cos``)."""
     _check_variants(variants, triage_scores is not None)
     t0 = time.perf_counter()
-    rows, graphs = held_out_rows(split)
-    rows = balanced(rows, seed)
-    feats = {id(g): Features(g, split.relation, compatible, names) for g in graphs.values()}
-    scores = (None, None) if triage_scores is None else (triage_scores.val, triage_scores.test)
-    x_val, y_val, p_val = _rows(rows, "val", scores[0], feats[id(graphs["val"])])
-    x_test, y_test, p_test = _rows(rows, "test", scores[1], feats[id(graphs["test"])])
-    cols = [*feats[id(graphs["val"])].names, "gnn"]
+    (x_val, y_val, p_val), (x_test, y_test, p_test), cols = _held_out(split, triage_scores, compatible, names, seed)
     check, models = {}, {v: {} for v in variants}
     for pop in POPULATIONS:
         prefix = "stack_check_" if pop == "known" else f"stack_check_{pop}_"
@@ -326,9 +320,36 @@ def fit(split, triage_scores, variants: Sequence[str], compatible: Mapping | Non
     return StackFit(models, check, time.perf_counter() - t0, compatible, gnn, names)
 
 
+def _held_out(split, triage_scores, compatible: Mapping | None, names, seed: int):
+    """((x, y, population) of the validation rows, the same of the test rows, the columns): the held-out
+    rows (``held_out_rows``, ``balanced``) with their features read from their feature graphs."""
+    rows, graphs = held_out_rows(split)
+    rows = balanced(rows, seed)
+    feats = {id(g): Features(g, split.relation, compatible, names) for g in graphs.values()}
+    scores = (None, None) if triage_scores is None else (triage_scores.val, triage_scores.test)
+    val = _rows(rows, "val", scores[0], feats[id(graphs["val"])])
+    test = _rows(rows, "test", scores[1], feats[id(graphs["test"])])
+    return val, test, [*feats[id(graphs["val"])].names, "gnn"]
+
+
+def validation_heads(split, triage_scores, compatible: Mapping | None, names, seed: int, variant: str = "with_gnn"
+                     ) -> dict[str, HistGradientBoostingClassifier]:
+    """``variant``'s heads fit on the validation rows alone, as the check fits them (population -> trees):
+    what another pre-cutoff check ranks the test part's entities with (``pools.check_and_choose``)."""
+    (x, y, p), _, cols = _held_out(split, triage_scores, compatible, names, seed)
+    c = columns(variant, cols)
+    out = {}
+    for pop in POPULATIONS:
+        keep = p == pop
+        if min(int(y[keep].sum()), int((y[keep] == 0).sum())) >= (2 if pop == "known" else MIN_CLASS):
+            out[pop] = _trees(x[keep][:, c], y[keep], seed)
+    return out
+
+
 def fit_cached(cache: Path | None, split, triage_scores, variants: Sequence[str], compatible: Mapping | None = None,
                gnn=None, seed: int = 0, names=None, split_key: str | None = None) -> tuple[StackFit, bool]:
-    """(``fit``'s result, whether it came from ``cache``): the trees are kept under ``cache`` keyed by
+    """(``fit``'s result, whether it came from ``cache``): the trees are kept under ``cache`` as arrays
+    and JSON (``hygrail.treeio``: nothing read runs code; a damaged entry is fit again), keyed by
     the GNN's triage cache key (which hashes the split, its graphs and the backbone; ``split_key``, the
     same key, when the stack is fit without the GNN's scores), the variants, the compatibility option,
     the names' model, the seed, this module's ``VERSION`` and scikit-learn's version, so a later query
@@ -337,32 +358,35 @@ def fit_cached(cache: Path | None, split, triage_scores, variants: Sequence[str]
     _check_variants(variants, triage_scores is not None)
     if cache is None:
         return fit(split, triage_scores, variants, compatible, gnn, seed, names), False
-    import pickle
-    from operator import itemgetter
+    import json
 
     import sklearn
 
+    from hygrail import treeio
     from hygrail.cache import DiskCache, content_key, load
 
     key = content_key(VERSION, triage_scores.key if triage_scores is not None else ["no gnn", split_key],
                       list(variants), compatible or {}, None if names is None else names.model, int(seed),
-                      sklearn.__version__)
+                      sklearn.__version__, treeio.FORMAT)
     done: list[StackFit] = []
 
     def write(tmp: Path) -> None:
         done.append(fit(split, triage_scores, variants, compatible, gnn, seed, names))
-        with open(tmp / "stack.pkl", "wb") as f:
-            pickle.dump({"models": done[0].models, "check": done[0].check, "seconds": done[0].seconds}, f)
+        for v, heads in done[0].models.items():
+            for pop, model in heads.items():
+                treeio.save(model, tmp, f"{v}.{pop}")
+        (tmp / "stack.json").write_text(json.dumps({"heads": {v: list(h) for v, h in done[0].models.items()},
+                                                    "check": done[0].check, "seconds": done[0].seconds}, indent=1))
 
     def read(folder: Path) -> StackFit:
         if done:  # just fit and written: nothing to read back
             return done[0]
-        # our own cache folder (README: paths.cache must be writable by no one else); unreadable: fit again
-        models, check = load(folder / "stack.pkl", lambda f: itemgetter("models", "check")(pickle.loads(f.read_bytes())))
-        # seconds: this run's fit, 0.0 on a hit (as the GNN's gnn_fit_seconds); the cached fit's own is in stack.pkl
-        return StackFit(models, check, 0.0, compatible, gnn, names)
+        kept = load(folder / "stack.json", lambda f: json.loads(f.read_text()))
+        models = {v: {pop: treeio.read(folder, f"{v}.{pop}") for pop in pops} for v, pops in kept["heads"].items()}
+        # seconds: this run's fit, 0.0 on a hit (as the GNN's gnn_fit_seconds); the cached fit's own is in stack.json
+        return StackFit(models, kept["check"], 0.0, compatible, gnn, names)
 
-    return DiskCache(cache).get_or_create(key, write, read)
+    return DiskCache(cache).get_or_create(key, write, read, what="the stacked ranker's trees")
 
 
 def columns(variant: str, names: Sequence[str]) -> np.ndarray:

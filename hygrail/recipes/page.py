@@ -36,10 +36,12 @@ table and the options). Measured timings are in experiments/recipes_sets.md.
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import logging
-import pickle
 import re
 import time
+from dataclasses import fields
 from pathlib import Path
 from typing import Sequence
 
@@ -92,37 +94,54 @@ def evidence(lib: Library, asked: Asked, p: Proposal) -> dict:
 def recipe_table(path: Path, cache: Path, identity: str = "composition") -> tuple[pl.DataFrame, str, bool]:
     """``data.recipes.recipe_table`` of ``path`` (precursors by ``identity``), kept under ``cache`` by its
     path, size, modification time and ``identity``: (the table, its cache key, whether it came from the cache)."""
-    from hygrail.cache import DiskCache, content_key
+    from hygrail.cache import DiskCache, content_key, load
     from hygrail.data.recipes import recipe_table as read
 
     if not Path(path).is_file():
         read(path, identity)  # its one-line error
     st = Path(path).stat()
     key = content_key(VERSION, str(Path(path).resolve()), st.st_size, st.st_mtime_ns, identity)
-    folder, hit = DiskCache(cache).get_or_create(
-        key, lambda tmp: read(path, identity).write_parquet(tmp / "recipes.parquet"))
-    return pl.read_parquet(folder / "recipes.parquet"), key, hit
+
+    def write(tmp: Path) -> None:
+        # through bytes: polars' own file writer reports a full disk as a ComputeError, hiding the OSError
+        parquet = io.BytesIO()
+        read(path, identity).write_parquet(parquet)
+        (tmp / "recipes.parquet").write_bytes(parquet.getbuffer())
+
+    table, hit = DiskCache(cache).get_or_create(key, write, lambda entry: load(entry / "recipes.parquet", pl.read_parquet),
+                                                what="the parsed recipe table")
+    return table, key, hit
 
 
 def fitted(table: pl.DataFrame, table_key: str, d: dict, cache: Path, seed: int) -> tuple[SetRanker, int, bool]:
     """The ranker fit on the newest ``window`` dated years (module docstring), kept under ``cache`` by
-    the table's key and the options: (ranker, the window's last year, whether cached)."""
+    the table's key and the options: (ranker, the window's last year, whether cached). Kept as its
+    settings in ``ranker.json`` and its trees as arrays (``hygrail.treeio``): nothing read runs code."""
     import sklearn
 
-    from hygrail.cache import DiskCache, content_key
+    from hygrail import treeio
+    from hygrail.cache import DiskCache, content_key, load
 
     last = int(table.filter(pl.col("year") != NO_YEAR)["year"].max())
     settings = {k: d[k] for k in ("neighbours", "composed", "window")}
-    ranker = SetRanker(**settings, seed=seed)
-    key = content_key(VERSION, table_key, settings, list(d["volatile"]), list(d["free"]), seed, sklearn.__version__)
+    key = content_key(VERSION, table_key, settings, list(d["volatile"]), list(d["free"]), seed, sklearn.__version__,
+                      treeio.FORMAT)
+    done: list[SetRanker] = []
 
     def write(tmp: Path) -> None:
-        with open(tmp / "ranker.pkl", "wb") as f:
-            pickle.dump(ranker.fit(table, last, d["volatile"], d["free"], progress=True), f)
+        done.append(SetRanker(**settings, seed=seed).fit(table, last, d["volatile"], d["free"], progress=True))
+        treeio.save(done[0].model, tmp, "trees")
+        kept = {f.name: getattr(done[0], f.name) for f in fields(SetRanker) if f.name != "model"}
+        (tmp / "ranker.json").write_text(json.dumps(kept, indent=1))
 
-    folder, hit = DiskCache(cache).get_or_create(key, write)
-    with open(folder / "ranker.pkl", "rb") as f:  # our own cache folder, written just above by this code
-        return pickle.load(f), last, hit
+    def read(entry: Path) -> SetRanker:
+        if done:  # just fit and written
+            return done[0]
+        return SetRanker(**load(entry / "ranker.json", lambda f: json.loads(f.read_text())),
+                         model=treeio.read(entry, "trees"))
+
+    ranker, hit = DiskCache(cache).get_or_create(key, write, read, what="the fitted set ranker")
+    return ranker, last, hit
 
 
 def out_folder(cfg: DictConfig, targets: Sequence[str]) -> Path:

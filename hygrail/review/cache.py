@@ -15,7 +15,9 @@ local disks and on NFS alike. So:
   unpublished ``.tmp-*`` file that no reader looks at);
 - the first writer wins: a job that sent a request another job already answered gets the stored
   reply back from ``put``, so parallel jobs log the same reply;
-- any number of processes on any number of hosts read and write one directory at once.
+- any number of processes on any number of hosts read and write one directory at once;
+- a file damaged outside our control (not JSON) is set aside beside itself with one warning and is a
+  miss, never a verdict (``hygrail.cache.read_file``); a full disk is a one-line error (``writing``).
 Measured on the 2-core development box (local disk, 2,000 replies of ~3 KB, other jobs running):
 0.09 ms per lookup, 0.5 ms per stored reply, against 1-20 s per reply from the model.
 
@@ -31,6 +33,8 @@ import sqlite3
 import uuid
 from pathlib import Path
 from typing import Mapping
+
+from hygrail.cache import read_file, writing
 
 _LEGACY_SUFFIXES = (".sqlite", ".db")
 
@@ -65,23 +69,22 @@ class ReplyCache:
 
     def get(self, key: str) -> dict | None:
         file = self._file(key)
-        try:
-            entry = json.loads(file.read_bytes())
-        except FileNotFoundError:
+        if not file.exists():
             return self._legacy_get(key)
-        except ValueError:  # not JSON: a file damaged outside our control is a miss, not a verdict
-            return None
-        return entry["reply"] if entry.get("key") == key else None
+        # not JSON: a file damaged outside our control is set aside (one warning) and a miss, not a verdict
+        entry = read_file(file, lambda f: dict(json.loads(f.read_bytes())))
+        return entry["reply"] if entry is not None and entry.get("key") == key else None
 
     def put(self, key: str, request: Mapping, reply: Mapping) -> dict:
         """Store `reply` unless the key is already there; return the stored reply (the first
         writer's, when another process got there first)."""
         final = self._file(key)
-        final.parent.mkdir(exist_ok=True)
         entry = {"key": key, "request": request, "reply": reply}
         tmp = final.parent / f".tmp-{uuid.uuid4().hex}"
-        tmp.write_text(json.dumps(entry, ensure_ascii=False, sort_keys=True), encoding="utf-8")
         try:
+            with writing(self.path, "an LLM reply"):
+                final.parent.mkdir(exist_ok=True)
+                tmp.write_text(json.dumps(entry, ensure_ascii=False, sort_keys=True), encoding="utf-8")
             os.link(tmp, final)  # fails if the name exists: the first writer wins
             return dict(reply)
         except FileExistsError:

@@ -55,7 +55,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from hygrail.cache import DiskCache, content_key
+from hygrail.cache import DiskCache, content_key, load, read_file, write_file
 from hygrail.data.split import Split, balanced, held_out_rows
 from hygrail.evidence.mode import EvidenceMode, Hypothesis
 from hygrail.kg import KG, DataError, Relation
@@ -304,38 +304,44 @@ def train(rows: Rows, settings: Mapping, cache: Path | None, progress: bool = Tr
     """The reviewer fine-tuned on ``rows`` (cached under ``cache`` by ``model_key``; resumable from
     ``cache/.resume-<key>``). ``on_step(step)``: called after each step (tests stop a run there)."""
     import torch
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import load_file, save
 
     settings = settings_of(settings)
     key = model_key(rows, settings)
     folder = base_folder(settings["base"])
-    done: list[dict] = []
+    done: list[Tuned] = []
 
     def write(tmp: Path | None) -> None:
         resume = Path(cache) / f".resume-{key}" if cache is not None else None
         torch.manual_seed(int(settings["seed"]))  # the head's initial weights
         model, tokenizer = _encoder(folder)
         info = _fit(model, Tuned(model, tokenizer, settings), rows, settings, resume, progress, on_step)
-        done.append({"model": model, "tokenizer": tokenizer, "info": info})
+        done.append(Tuned(model, tokenizer, settings, info, key, False))
         if tmp is not None:
-            save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
+            # bytes, then a plain write: safetensors' own file writer hides a full disk's OSError
+            (tmp / "model.safetensors").write_bytes(save({k: v.contiguous() for k, v in model.state_dict().items()}))
             (tmp / "meta.json").write_text(json.dumps({"key": key, "version": VERSION, "settings": dict(settings),
                                                        "base_folder": str(folder)} | info, indent=1))
 
+    def read(entry: Path) -> Tuned:
+        if done:  # just trained and written
+            return done[0]
+        weights = load(entry / "model.safetensors", lambda f: load_file(str(f)))
+        meta = load(entry / "meta.json", lambda f: json.loads(f.read_text()))
+        model, tokenizer = _encoder(folder)
+        model.load_state_dict(weights)
+        return Tuned(model, tokenizer, settings, {k: meta[k] for k in ("rows", "positives", "what", "train_seconds",
+                                                                        "steps", "process_peak_gb") if k in meta}, key, True)
+
     if cache is None:
         write(None)
-        return Tuned(done[0]["model"], done[0]["tokenizer"], settings, done[0]["info"], key, False)
-    entry, hit = DiskCache(Path(cache)).get_or_create(key, write)
-    if done:
+        return done[0]
+    tuned, hit = DiskCache(Path(cache)).get_or_create(key, write, read, what="the tuned reviewer's weights")
+    if not hit:
         import shutil
 
         shutil.rmtree(Path(cache) / f".resume-{key}", ignore_errors=True)
-        return Tuned(done[0]["model"], done[0]["tokenizer"], settings, done[0]["info"], key, False)
-    model, tokenizer = _encoder(folder)
-    model.load_state_dict(load_file(str(entry / "model.safetensors")))
-    meta = json.loads((entry / "meta.json").read_text())
-    return Tuned(model, tokenizer, settings, {k: meta[k] for k in ("rows", "positives", "what", "train_seconds",
-                                                                    "steps", "process_peak_gb") if k in meta}, key, hit)
+    return tuned
 
 
 def _fit(model, tuned: Tuned, rows: Rows, settings: Mapping, resume: Path | None, progress: bool,
@@ -360,8 +366,9 @@ def _fit(model, tuned: Tuned, rows: Rows, settings: Mapping, resume: Path | None
     lr_at = lambda s: float(settings["lr"]) * min((s + 1) / warm, max(0.0, (total - s) / max(1, total - warm)))  # noqa: E731
     step, spent = 0, 0.0
     state = resume / "state.pt" if resume is not None else None
-    if state is not None and state.exists():
-        saved = torch.load(state, weights_only=False)  # our own file, written below
+    # a state that does not load (a truncated copy) is set aside: training starts again from step 0
+    saved = read_file(state, lambda f: torch.load(f, weights_only=True)) if state is not None else None
+    if saved is not None:
         model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["opt"])
         torch.set_rng_state(saved["rng"])
@@ -386,10 +393,9 @@ def _fit(model, tuned: Tuned, rows: Rows, settings: Mapping, resume: Path | None
             bar.update(1)
             bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
             if state is not None and step < total and time.perf_counter() - saved_at >= float(settings["save_every_s"]):
-                state.parent.mkdir(parents=True, exist_ok=True)
-                torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "rng": torch.get_rng_state(),
-                            "step": step, "seconds": spent + time.perf_counter() - t0}, state.with_suffix(".tmp"))
-                state.with_suffix(".tmp").replace(state)
+                kept = {"model": model.state_dict(), "opt": opt.state_dict(), "rng": torch.get_rng_state(),
+                        "step": step, "seconds": spent + time.perf_counter() - t0}
+                write_file(state, lambda f: torch.save(kept, f), "the tuned reviewer's training state")
                 saved_at = time.perf_counter()
             if on_step is not None:
                 on_step(step)

@@ -60,7 +60,8 @@ def hetero_graph(kg: KG, x: np.ndarray | None = None) -> HeteroData:
     relation holding both directions (its reverse would be the same edge set). Each edge type
     carries ``edge_weight`` (``edge_weights``); ``data.local_index`` maps KG node ids to per-type
     positions and ``data[t].node_id`` back. Node types without any edge are left out. ``x``: an
-    optional (N, F) node-input matrix over KG node ids, stored per type as ``data[t].x``.
+    optional (N, F) node-input matrix over KG node ids, stored per type as ``data[t].x``. An edge of a
+    supplied node (``KG.describe``: a new material's composition) carries messages into it only.
     """
     data = HeteroData()
     types = kg.schema.node_types
@@ -76,6 +77,8 @@ def hetero_graph(kg: KG, x: np.ndarray | None = None) -> HeteroData:
                 data[t].x = torch.from_numpy(np.ascontiguousarray(x[ids], dtype=np.float32))
     u, v = kg.edges["u"].to_numpy(), kg.edges["v"].to_numpy()
     w = edge_weights(kg).astype(np.float32)
+    supplied = np.zeros(kg.num_nodes, dtype=bool)
+    supplied[kg.supplied] = True
     for k, etype in enumerate(kg.edge_types):
         a, _, b = etype.partition("-")
         sel = kg.edge_type_ids == k
@@ -84,14 +87,16 @@ def hetero_graph(kg: KG, x: np.ndarray | None = None) -> HeteroData:
         src = np.where(u_is_a, u[sel], v[sel])
         dst = np.where(u_is_a, v[sel], u[sel])
         fwd = np.stack([local[src], local[dst]])
+        # a supplied node (KG.describe) receives messages and sends none: the graph's states stay as they were
+        send, back = ~(supplied[src] & ~supplied[dst]), ~(supplied[dst] & ~supplied[src])
         if a == b:
-            data[a, etype, a].edge_index = torch.from_numpy(np.concatenate([fwd, fwd[::-1]], axis=1))
-            data[a, etype, a].edge_weight = torch.from_numpy(np.concatenate([w[sel], w[sel]]))
+            data[a, etype, a].edge_index = torch.from_numpy(np.concatenate([fwd[:, send], fwd[::-1][:, back]], axis=1))
+            data[a, etype, a].edge_weight = torch.from_numpy(np.concatenate([w[sel][send], w[sel][back]]))
         else:
-            data[a, etype, b].edge_index = torch.from_numpy(fwd)
-            data[a, etype, b].edge_weight = torch.from_numpy(w[sel])
-            data[b, f"rev_{etype}", a].edge_index = torch.from_numpy(np.ascontiguousarray(fwd[::-1]))
-            data[b, f"rev_{etype}", a].edge_weight = torch.from_numpy(w[sel])
+            data[a, etype, b].edge_index = torch.from_numpy(np.ascontiguousarray(fwd[:, send]))
+            data[a, etype, b].edge_weight = torch.from_numpy(w[sel][send])
+            data[b, f"rev_{etype}", a].edge_index = torch.from_numpy(np.ascontiguousarray(fwd[::-1][:, back]))
+            data[b, f"rev_{etype}", a].edge_weight = torch.from_numpy(w[sel][back])
     data.local_index = torch.from_numpy(local)
     return data
 
@@ -263,7 +268,9 @@ def node_statistics(kg: KG) -> np.ndarray:
     np.minimum.at(first, rows[known], year[known])
     np.maximum.at(last, rows[known], year[known])
     dated = np.isfinite(first)
-    mid = float(np.median(year[known])) if known.any() else 0.0  # undated nodes sit at the middle
+    # undated nodes sit at the middle of the graph's own years (a supplied node's do not move it)
+    own = known & ~np.isin(rows, kg.supplied)
+    mid = float(np.median(year[own])) if own.any() else 0.0
     cols = np.column_stack(
         [
             np.log1p(deg),
@@ -274,8 +281,13 @@ def node_statistics(kg: KG) -> np.ndarray:
             np.where(dated, last, mid),
         ]
     )
-    std = cols.std(0)
-    return np.divide(cols - cols.mean(0), std, out=np.zeros_like(cols), where=std > 0).astype(np.float32)
+    # standardised as the graph without the descriptions (KG.describe) would be, where a supplied node has no edge:
+    # a description does not move the other nodes' inputs
+    ref = cols.copy()
+    ref[kg.supplied] = 0.0
+    ref[kg.supplied, -2:] = mid
+    mean, std = ref.mean(0), ref.std(0)
+    return np.divide(cols - mean, std, out=np.zeros_like(cols), where=std > 0).astype(np.float32)
 
 
 def node_inputs(kg: KG, names: np.ndarray | None = None) -> np.ndarray:

@@ -55,7 +55,7 @@ from torch.utils.data import DataLoader, Dataset
 from torch_geometric.utils import negative_sampling
 from tqdm import tqdm
 
-from hygrail.cache import DiskCache, content_key, load
+from hygrail.cache import DiskCache, content_key, load, read_file
 from hygrail.data.split import SPLITS, Split, known_nodes
 from hygrail.kg import KG, DataError
 from hygrail.triage.backbones import BACKBONES
@@ -154,7 +154,8 @@ def _cached(split: Split, cfg: dict, seed: int, cache_dir: Path, progress: bool 
         ckpt = load(entry / "model.ckpt", partial(torch.load, map_location="cpu", weights_only=True)) if checkpoint else None
         return best_epoch, val, test, ckpt
 
-    (best_epoch, val, test, loaded), hit = DiskCache(cache_dir).get_or_create(key, write, read)
+    (best_epoch, val, test, loaded), hit = DiskCache(cache_dir).get_or_create(
+        key, write, read, what="the trained GNN's scores and checkpoint")
     shutil.rmtree(resume, ignore_errors=True)  # the entry is complete: its epochs are not needed again
     seconds = 0.0 if hit else fitted.pop().seconds
     if not hit:
@@ -499,7 +500,8 @@ def fit(split: Split, cfg: Mapping, seed: int, progress: bool = False, logger=No
     if resume is not None:
         resume.mkdir(parents=True, exist_ok=True)
         callbacks.append(EpochSave(resume / "last.ckpt", save_every_s))
-        if (resume / "last.ckpt").exists():
+        # a save that does not load (a truncated copy) is set aside, one warning: training starts over
+        if read_file(resume / "last.ckpt", partial(torch.load, map_location="cpu", weights_only=True)) is not None:
             last = resume / "last.ckpt"
             log.info("%s %s: resuming training from %s", cfg["name"], split.relation.name, last)
     with _quiet_lightning(), _restore_determinism(), lean_rgcn(module.backbone, module.score_chunk is not None):
@@ -518,7 +520,8 @@ def fit(split: Split, cfg: Mapping, seed: int, progress: bool = False, logger=No
             callbacks=callbacks,
         )
         t0 = time.perf_counter()
-        trainer.fit(module, DataLoader(train_data, batch_size=None), _one_batch(batches["val"]), ckpt_path=last)
+        trainer.fit(module, DataLoader(train_data, batch_size=None), _one_batch(batches["val"]), ckpt_path=last,
+                    weights_only=True)
         seconds = time.perf_counter() - t0
     module.restore_best()
     best_epoch = module.best_epoch if module.best_state is not None else trainer.current_epoch
