@@ -123,6 +123,7 @@ from hygrail.baselines.transitions import LABEL as GBDT_LABEL
 from hygrail.baselines.transitions import gbdt
 from hygrail.discovery import entity_retro
 from hygrail.discovery.entity_retro import LEARNED, RowHits
+from hygrail.discovery.pools import WITH_TEXT
 from hygrail.discovery.retro import Future
 from hygrail.discovery.scoring import REGION_NAMES, GNNBlocks, TSHBlocks
 from hygrail.discovery.space import Block, CandidateSpace, ranking
@@ -570,7 +571,7 @@ def entity_report(d: Mapping, wanted: Sequence[Entity], space: CandidateSpace, g
         cold_scorers |= {b: scorers[b] for b in TRANSDUCTIVE if b in scorers}
     horizon = int(baseline_options(d)["horizon"])
     found = entity_retro.evaluate(space, scorers, labels, learned, future, int(d["cutoff"]), horizon, ks, seed,
-                                  int(d["block_pairs"]), known, cold_space, cold_scorers)
+                                  int(d["block_pairs"]), known, cold_space, cold_scorers, horizon_only=WITH_TEXT)
     report.retro, report.each, report.note = found.retro, found.each, found.note
     report.metrics |= found.metrics
     return report

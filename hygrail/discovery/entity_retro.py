@@ -332,34 +332,38 @@ class Evaluation:
 def evaluate(space: CandidateSpace, scorers: Mapping[str, Scorer], labels: Mapping[str, str],
              learned: Mapping[str, str], future, cutoff: int, horizon: int, ks: Sequence[int], seed: int,
              block_pairs: int, known: Mapping[str, RowHits] | None = None, cold_space: CandidateSpace | None = None,
-             cold_scorers: Mapping[str, Scorer] | None = None) -> Evaluation:
+             cold_scorers: Mapping[str, Scorer] | None = None, horizon_only: Sequence[str] = ()) -> Evaluation:
     """The rows of the module docstring. ``scorers``: block scorers over ``space`` (the cut graph) for the
     known rows; ``known``: row -> its answers already counted on the whole-space vectors (``RowHits``) for
     the methods it holds, the rest ranked here; ``cold_space``, ``cold_scorers``: the space and scorers the
     new entities are ranked with (their compositions supplied, ``KG.describe``; default ``space``,
-    ``scorers``)."""
+    ``scorers``); ``horizon_only``: methods ranked on the two rows within the horizon only, not on the
+    any-year rows (the per-entity ranker with text: its cross-encoder costs ~4-5 ms a pair on one thread)."""
     out = Evaluation()
     known = dict(known or {})
+    later = lambda row, given: given if row not in (KNOWN_ANY_ROW, NEW_ANY_ROW) else \
+        {k: v for k, v in given.items() if k not in horizon_only}  # noqa: E731
     within = future.year <= cutoff + horizon
     for row, keep in ((KNOWN_ROW, within), (KNOWN_ANY_ROW, np.ones(len(within), dtype=bool))):
         if not keep.any():
             continue
+        mine = later(row, scorers)
         if row in known:
             found = known[row].found
-            rest = {k: v for k, v in scorers.items() if k not in found.hits}
+            rest = {k: v for k, v in mine.items() if k not in found.hits}
             if rest:
                 found = found.merged(found_at(space, rest, future.src[keep], future.dst[keep], ks, seed, block_pairs))
-            found = found.only(list(scorers))
+            found = found.only(list(mine))
         else:
-            found = found_at(space, scorers, future.src[keep], future.dst[keep], ks, seed, block_pairs)
+            found = found_at(space, mine, future.src[keep], future.dst[keep], ks, seed, block_pairs)
         _add(out, row, found, space, labels, learned, ks)
     cold_space, cold_scorers = cold_space or space, cold_scorers or scorers
     if len(future.new_src):
         new_within = future.new_within(cutoff, horizon)
         for row, keep in ((NEW_ROW, new_within), (NEW_ANY_ROW, np.ones(len(new_within), dtype=bool))):
             if keep.any():
-                found = found_at(cold_space, cold_scorers, future.new_src[keep], future.new_dst[keep], ks, seed,
-                                 block_pairs)
+                found = found_at(cold_space, later(row, cold_scorers), future.new_src[keep], future.new_dst[keep], ks,
+                                 seed, block_pairs)
                 _add(out, row, found, cold_space, labels, learned, ks)
     if out.retro is None:
         return out

@@ -212,6 +212,7 @@ def window(split, inputs_for: Callable[[KG], Inputs], parts: Sequence[str] = ("v
 
 # -- fit, check, choice ----------------------------------------------------------------------------------
 VARIANTS = {"ltr": "Per-entity ranker (text)", "ltr_no_text": "Per-entity ranker"}  # key -> its row label
+WITH_TEXT = ("ltr",)  # ranked on the rows within the horizon only: its text costs ~4-5 ms a pair (entity_retro.evaluate)
 POPULATIONS = ("known", "cold")
 
 
