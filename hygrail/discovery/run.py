@@ -285,6 +285,10 @@ def _discover(cfg: DictConfig, d: dict, logger=None) -> Discovery:
         label, scorer = new_rows[f"stack_{rerank.VARIANT}"]
         new_rows[f"stack_{rerank.VARIANT}"] = (label, reviewer.heads.capture(scorer, space.dst))
     result.entities = named_sections(future, memo, stacked, known_rows, cold)
+    if ltr is not None and future is not None:  # what ranking the entities with the per-entity ranker cost
+        for v in ltr.fitted.rankers:
+            used = [x[v][1] for x in (stacked, cold.extra if cold is not None else {}) if v in x]
+            metrics[f"ltr_{v}_score_seconds"] = float(sum(getattr(u, "seconds", 0.0) for u in used))
     if result.entities is not None:
         metrics |= result.entities.metrics
         timer["entities"] = time.perf_counter() - t0
