@@ -287,7 +287,7 @@ def check_and_choose(split, inputs_for: Callable[[KG], Inputs], rankers: dict, b
         if len(sources) > MAX_GROUPS:
             sources = np.sort(rng.choice(sources, MAX_GROUPS, replace=False))
         part = part.filter(pl.col("src").is_in(sources))
-        scorers = {k: make(inputs) for k, make in baselines.items()}
+        scorers = {k: made for k, make in baselines.items() if (made := make(inputs)) is not None}
         scorers |= {k: RankerBlocks(r, inputs if "text" in r.names else Inputs(inputs.space, inputs.feats, inputs.gnn))
                     for k, r in rankers.items()}
         got = _hits(inputs, scorers, part["src"].to_numpy(), part["dst"].to_numpy(), masked, block_pairs)
@@ -467,11 +467,17 @@ def build(cfg, d: dict, split, triage, space: CandidateSpace, fitted_stack, vari
                                      stack.Memo(GNNBlocks(scorer, where)), text_of(graph))
         return memo[id(graph)]
 
-    heads = stack.validation_heads(split, triage.scores, compatible, names, seed)
-    baselines = {"gnn": lambda inputs: inputs.gnn}
-    if "known" in heads:
-        baselines["stack_with_gnn"] = lambda inputs: stack.StackBlocks(
-            heads, "with_gnn", inputs.feats, inputs.gnn, Scorer.probability, inputs.space.kg.known)
+    heads: list[dict] = []  # the stack's validation-fit heads, fit only when the check runs (a cached fit skips it)
+
+    def stack_heads(inputs: Inputs):
+        if not heads:
+            heads.append(stack.validation_heads(split, triage.scores, compatible, names, seed))
+        if "known" not in heads[0]:
+            return None
+        return stack.StackBlocks(heads[0], "with_gnn", inputs.feats, inputs.gnn, Scorer.probability,
+                                 inputs.space.kg.known)
+
+    baselines = {"gnn": lambda inputs: inputs.gnn, "stack_with_gnn": stack_heads}
     key = [triage.scores.key, compatible or {}, None if names is None else names.model, text_key]
     fitted, hit = fit_cached(cache / "ltr", key, split, inputs_for, variants, baselines, seed, threads,
                              int(d["block_pairs"]))
