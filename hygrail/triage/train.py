@@ -52,7 +52,6 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
 from torch.utils.data import DataLoader, Dataset
-from torch_geometric.utils import negative_sampling
 from tqdm import tqdm
 
 from hygrail.cache import DiskCache, content_key, load, read_file
@@ -61,6 +60,7 @@ from hygrail.kg import KG, DataError
 from hygrail.triage.backbones import BACKBONES
 from hygrail.triage.features import hetero_graph, link_feature_names, node_inputs, target_edge_positions
 from hygrail.triage.module import TriageModule
+from hygrail.triage.negatives import NegativeSampler
 from hygrail.thresholds import max_f1
 
 log = logging.getLogger("hygrail.triage")
@@ -671,8 +671,8 @@ class FoldPairs(Dataset):
     The training positives are dealt into ``folds`` folds at random. Fold k's graph is the training
     graph without fold k's positive edges; its positives' pair features and node inputs come from
     that graph, so a supervised pair never sees its own edge (val/test positives never do).
-    Negatives are drawn anew at every access (PyG ``negative_sampling`` over the relation's
-    src-type x dst-type pairs, torch-seeded), as many per positive as the split's training part
+    Negatives are drawn anew at every access (PyG's ``negative_sampling``, by ``NegativeSampler``, over
+    the relation's src-type x dst-type pairs, seeded), as many per positive as the split's training part
     has, never an edge of the training graph and never a hypothesis of any split (so no val/test
     pair is trained on, whatever its label).
     """
@@ -716,14 +716,14 @@ class FoldPairs(Dataset):
         taken = np.stack([local[taken_s[inside]], local[taken_d[inside]]])
         if self.same_type:
             taken = np.concatenate([taken, taken[::-1]], axis=1)
-        self.taken = torch.from_numpy(np.ascontiguousarray(taken))
+        size = len(self.src_pool) if self.same_type else (len(self.src_pool), len(self.dst_pool))
+        self.sampler = NegativeSampler(torch.from_numpy(np.ascontiguousarray(taken)), size)
 
     def __len__(self) -> int:
         return len(self.graphs)
 
     def negatives(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        size = len(self.src_pool) if self.same_type else (len(self.src_pool), len(self.dst_pool))
-        ei = negative_sampling(self.taken, num_nodes=size, num_neg_samples=n).numpy()
+        ei = self.sampler(n).numpy()
         return self.src_pool[ei[0]], self.dst_pool[ei[1]]
 
     def __getitem__(self, k: int) -> dict[str, torch.Tensor]:
