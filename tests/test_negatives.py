@@ -24,14 +24,18 @@ def _taken(rng, n, size, repeats=True):
     (60, 500, [200, 30], True),             # one node set: no self-pairs
     ((30, 40), 600, [8] * 40, False),       # small draws: some need PyG's second or third try
 ])
-def test_the_draws_are_pygs_bit_for_bit(size, n_taken, draws, repeats, monkeypatch):
+@pytest.mark.parametrize("lookup", ["bitmap", "sorted"])
+def test_the_draws_are_pygs_bit_for_bit(size, n_taken, draws, repeats, lookup, monkeypatch):
     from hygrail.triage import negatives
 
+    if lookup == "sorted":
+        monkeypatch.setattr(negatives, "BITMAP_MAX", 0)
     tries = []
     monkeypatch.setattr(negatives, "sample", lambda *a, **k: tries.append(1) or sample(*a, **k))
     rng = np.random.default_rng(0)
     taken = _taken(rng, n_taken, size if isinstance(size, tuple) else (size, size), repeats)
     sampler = NegativeSampler(taken, size)
+    assert (sampler.bits is not None) == (lookup == "bitmap")
     random.seed(7)
     ours = [sampler(n) for n in draws]
     random.seed(7)
