@@ -133,7 +133,9 @@ def main() -> None:
     ap.add_argument("--uv-cache", action="store_true", help="with --clone: keep the machine's uv cache (default: an empty one)")
     ap.add_argument("--make-args", default="", help="extra make arguments, e.g. DATA=synthesis_recipes")
     ap.add_argument("--cold-only", action="store_true", help="skip the warm reruns")
+    ap.add_argument("--no-wait", action="store_true", help="start each command at once, not when the load is below 0.5")
     args = ap.parse_args()
+    wait = (lambda: None) if args.no_wait else settle
     cwd, base_env = ROOT, dict(os.environ)
     rows = []
     if args.clone:
@@ -141,7 +143,7 @@ def main() -> None:
         subprocess.run(["git", "clone", "-q", str(ROOT), str(cwd)], check=True)
         if not args.uv_cache:
             base_env["UV_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-uv-cache-", dir=ROOT.parent)  # same disk: uv links
-        settle()
+        wait()
         log = cwd.parent / f"{cwd.name}-setup.log"
         print(f"== make setup (fresh clone {cwd}, log {log})", flush=True)
         r = timed(["make", "setup"], cwd, base_env, log)
@@ -159,7 +161,7 @@ def main() -> None:
         for phase in phases:
             log = outputs.parent / f"{outputs.name}-{phase}.log"
             cmd = ["make", target, *args.make_args.split()]
-            settle()
+            wait()
             print(f"== {' '.join(cmd)} ({phase}; outputs {outputs}, log {log}, in {cwd})", flush=True)
             r = timed(cmd, cwd, env, log)
             name = f"make {target} {args.make_args}".strip()
