@@ -1,6 +1,6 @@
 """Where an epoch of rgcn_plus on the whole HPO graph goes (issue #57), counted by stage.
 
-    py-spy record --native -r 20 -f raw -o outputs/epoch.raw -- python bench/profile_epoch.py
+    py-spy record --native -r 20 -f raw -o outputs/epoch.raw -- python bench/profile_epoch.py   # pip install -e .[profile]
     python bench/profile_epoch.py --classify outputs/epoch.raw        # the table of stages
     python bench/profile_epoch.py --memory --scores a.npz             # an epoch's seconds, peaks, scores
     python bench/profile_epoch.py --same a.npz b.npz                  # two checkouts' scores, bit for bit?
