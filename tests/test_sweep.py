@@ -5,7 +5,6 @@ Secrets planted in the environment, the endpoint's URL and the serve arguments n
 file the project writes or its terminal output."""
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -26,12 +25,6 @@ SMALL = [
 ]
 KEY = "sk-hygrail-PLANTED-key-0123456789"
 TOKEN = "tok-PLANTED-query-9876543210"
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _sweep(outputs, urls: dict, *extra, ok=True):
@@ -71,9 +64,9 @@ def _no_secret_anywhere(outputs: Path, procs):
 # slow (issue #48): three sweeps of four cells (~100 s on CI); the one-line failure of an unreachable
 # server stays in make test (test_cli.py)
 @pytest.mark.slow
-def test_multirun_survives_a_down_server_and_resumes_only_failed_cells(tmp_path):
+def test_multirun_survives_a_down_server_and_resumes_only_failed_cells(tmp_path, closed_url):
     outputs = tmp_path / "out"
-    down = f"http://127.0.0.1:{_closed_port()}/v1"
+    down = closed_url
     with ScriptedServer(default=Reply(ok_review("yes", 0.9))) as server:
         first = _sweep(outputs, {"none": server.base_url, "template": down}, ok=False)
         runs = _runs(outputs)

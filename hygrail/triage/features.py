@@ -332,8 +332,10 @@ def link_features(kg: KG, src: np.ndarray, dst: np.ndarray, batch_size: int = 25
     # (random pairs), fewer sources per batch keep the block close to the pairs it serves.
     density = len(src) / len(sources) / len(np.unique(dst))
     batch_size = max(1, round(batch_size * min(1.0, 8 * density)))
+    rows = row_of[order]  # once: gathered anew for every batch, it was quadratic in the pairs (61% of an epoch's
+    # link features on whole HPO, py-spy, issue #57)
     for s in range(0, len(sources), batch_size):
-        lo, hi = np.searchsorted(row_of[order], [s, s + batch_size])
+        lo, hi = np.searchsorted(rows, [s, s + batch_size])
         sel = order[lo:hi]
         targets, col = np.unique(dst[sel], return_inverse=True)
         row = row_of[sel] - s
@@ -406,11 +408,13 @@ def _build_link_matrices(kg: KG) -> dict:
     # log(1+count) weights here, where R-GCN's features use the per-type normalised edge_weights
     w = sp.csr_matrix((np.log1p(kg.counts[adj.data - 1]).astype(np.float64), adj.indices, adj.indptr), shape=adj.shape)
     n_types = len(kg.schema.node_types)
+    # The diagonals as CSR: a product with a DIA matrix converts it to CSR first, every time (8% of an
+    # epoch's link features on whole HPO, py-spy; issue #57). Same matrices, same products.
     return {
         "b": b,
         "w": w,
         "deg": deg,
-        "inv_log_deg": sp.diags(inv_log_deg),
-        "inv_deg": sp.diags(np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)),
-        "type_masks": [sp.diags((kg.node_types == t).astype(np.float64)) for t in range(n_types)],
+        "inv_log_deg": sp.diags(inv_log_deg).tocsr(),
+        "inv_deg": sp.diags(np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)).tocsr(),
+        "type_masks": [sp.diags((kg.node_types == t).astype(np.float64)).tocsr() for t in range(n_types)],
     }

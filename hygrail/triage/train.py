@@ -52,7 +52,6 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
 from torch.utils.data import DataLoader, Dataset
-from torch_geometric.utils import negative_sampling
 from tqdm import tqdm
 
 from hygrail.cache import DiskCache, content_key, load, read_file
@@ -60,7 +59,9 @@ from hygrail.data.split import SPLITS, Split, known_nodes
 from hygrail.kg import KG, DataError
 from hygrail.triage.backbones import BACKBONES
 from hygrail.triage.features import hetero_graph, link_feature_names, node_inputs, target_edge_positions
+from hygrail.triage.lean import lean_rgcn
 from hygrail.triage.module import TriageModule
+from hygrail.triage.negatives import NegativeSampler
 from hygrail.thresholds import max_f1
 
 log = logging.getLogger("hygrail.triage")
@@ -409,65 +410,6 @@ def full_batch_gb(split: Split, cfg: Mapping) -> float:
     return (pairs * PAIR_KB * 1024 + edges * int(cfg.get("hidden", 64)) * EDGE_HIDDEN_B) / 2**30
 
 
-class _RelationMean(torch.autograd.Function):
-    """mean over one relation's incoming edges of ``x``, times ``w``: an ``RGCNConv`` term
-    (PyG's own ``propagate`` forward, so the values are its). Autograd on PyG's loop keeps every
-    relation's (nodes x in) mean for the weight gradient, 2.7 GB of the 3.07 GB one R-GCN encoder
-    forward + backward took at full synthetic MatKG size (49 relations, 2 layers); this keeps the
-    inputs and the relation's edges, and recomputes the mean in the backward pass."""
-
-    @staticmethod
-    def forward(ctx, x, w, edge_index, conv):
-        ctx.conv = conv
-        ctx.save_for_backward(x, w, edge_index)
-        return conv.propagate(edge_index, x=x, edge_type_ptr=None, size=(x.size(0), x.size(0))) @ w
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, w, edge_index = ctx.saved_tensors
-        src, dst = edge_index
-        mean = ctx.conv.propagate(edge_index, x=x, edge_type_ptr=None, size=(x.size(0), x.size(0)))
-        grad_w = mean.t() @ grad
-        del mean
-        per_dst = (grad @ w.t()) / torch.bincount(dst, minlength=x.size(0)).clamp_(min=1).to(grad.dtype)[:, None]
-        return torch.zeros_like(x).index_add_(0, src, per_dst.index_select(0, dst)), grad_w, None, None
-
-
-def _lean_rgcn_forward(conv, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor) -> torch.Tensor:
-    """``RGCNConv.forward`` (float inputs, mean aggregation, no block decomposition) by ``_RelationMean`` terms."""
-    from torch_geometric.nn.conv.rgcn_conv import masked_edge_index
-
-    weight = conv.weight
-    if conv.num_bases is not None:
-        weight = (conv.comp @ weight.view(conv.num_bases, -1)).view(conv.num_relations, conv.in_channels_l, conv.out_channels)
-    out = torch.zeros(x.size(0), conv.out_channels)
-    for r in range(conv.num_relations):
-        out = out + _RelationMean.apply(x, weight[r], masked_edge_index(edge_index, edge_type == r), conv)
-    if conv.root is not None:
-        out = out + x @ conv.root
-    return out if conv.bias is None else out + conv.bias
-
-
-@contextmanager
-def lean_rgcn(backbone: torch.nn.Module, on: bool) -> Iterator[None]:
-    """Within the block (if ``on``), the backbone's ``RGCNConv`` layers run as ``_lean_rgcn_forward``:
-    the same outputs, gradients equal up to summation order, the encoder's forward + backward at
-    full synthetic MatKG size 1.52 GB instead of 3.07 GB and 32 s instead of 23 s (measured once,
-    one thread). Mini-batch training only: full-batch training stays PyG's computation, bit for bit.
-    Generic recomputation (torch.utils.checkpoint per layer or per relation) was worse there: 4.4 to
-    10.0 GB. The module's parameters and state dict are untouched."""
-    from torch_geometric.nn import RGCNConv
-
-    layers = [m for m in backbone.modules() if isinstance(m, RGCNConv) and m.num_blocks is None and m.aggr == "mean"]
-    for m in layers if on else []:
-        m.forward = partial(_lean_rgcn_forward, m)
-    try:
-        yield
-    finally:
-        for m in layers if on else []:
-            del m.forward
-
-
 # -- training -------------------------------------------------------------------------------------
 
 
@@ -671,8 +613,8 @@ class FoldPairs(Dataset):
     The training positives are dealt into ``folds`` folds at random. Fold k's graph is the training
     graph without fold k's positive edges; its positives' pair features and node inputs come from
     that graph, so a supervised pair never sees its own edge (val/test positives never do).
-    Negatives are drawn anew at every access (PyG ``negative_sampling`` over the relation's
-    src-type x dst-type pairs, torch-seeded), as many per positive as the split's training part
+    Negatives are drawn anew at every access (PyG's ``negative_sampling``, by ``NegativeSampler``, over
+    the relation's src-type x dst-type pairs, seeded), as many per positive as the split's training part
     has, never an edge of the training graph and never a hypothesis of any split (so no val/test
     pair is trained on, whatever its label).
     """
@@ -716,14 +658,14 @@ class FoldPairs(Dataset):
         taken = np.stack([local[taken_s[inside]], local[taken_d[inside]]])
         if self.same_type:
             taken = np.concatenate([taken, taken[::-1]], axis=1)
-        self.taken = torch.from_numpy(np.ascontiguousarray(taken))
+        size = len(self.src_pool) if self.same_type else (len(self.src_pool), len(self.dst_pool))
+        self.sampler = NegativeSampler(torch.from_numpy(np.ascontiguousarray(taken)), size)
 
     def __len__(self) -> int:
         return len(self.graphs)
 
     def negatives(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        size = len(self.src_pool) if self.same_type else (len(self.src_pool), len(self.dst_pool))
-        ei = negative_sampling(self.taken, num_nodes=size, num_neg_samples=n).numpy()
+        ei = self.sampler(n).numpy()
         return self.src_pool[ei[0]], self.dst_pool[ei[1]]
 
     def __getitem__(self, k: int) -> dict[str, torch.Tensor]:
