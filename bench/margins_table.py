@@ -116,6 +116,35 @@ def ablation(cells: list[Path], with_: str, without: str) -> str:
     return "\n".join(lines)
 
 
+def without(cells: list[Path], methods: list[str], leave_out: list[str]) -> str:
+    """The per-entity hits@10 lifts recomputed from the entities' rows with some rankings left out of "best other"
+    (e.g. the per-entity ranker's variants: the table as it stands before issue #55), paired over entities."""
+    from hygrail.discovery.entity_retro import KNOWN_ANY_ROW, KNOWN_ROW, NEW_ROW, family
+
+    keys = {"Stack (trees + GNN)": "stack_with_gnn", "Stack without GNN": "stack_without_gnn",
+            "Stack without GNN or names": "stack_without_names"}
+    lines = ["| cell | row | entities | " + " | ".join(methods) + f" | best other than {methods[0]} (left out: " + ", ".join(leave_out) + ") |",
+             "|---|---|---|" + "---|" * (len(methods) + 1)]
+    for cell in cells:
+        e = pl.read_csv(cell / "retrospective_per_entity.csv", infer_schema_length=None)
+        names = [c.removeprefix("hits@10 ") for c in e.columns if c.startswith("hits@10 ")]
+        pool = [n for n in names if n not in leave_out]
+        for row in (KNOWN_ROW, KNOWN_ANY_ROW, NEW_ROW):
+            part = e.filter(pl.col("entities known") == row)
+            if not part.height:
+                continue
+            hits = {n: part[f"hits@10 {n}"].cast(pl.Float64).to_numpy() for n in names}
+            cols, best_of = [], None
+            for m in methods:
+                others = [o for o in pool if family(keys.get(o, o)) != family(keys.get(m, m))]
+                best = max(others, key=lambda o: hits[o].mean())
+                d = hits[m] - hits[best]
+                cols.append(f"{hits[m].mean():.3f} ({_pm(d.mean(), d.std(ddof=1) / len(d) ** 0.5)})")
+                best_of = best_of or f"{best} ({hits[best].mean():.3f})"
+            lines.append(f"| {cell.name} | {row} | {part.height:,} | " + " | ".join(cols) + f" | {best_of} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("cells", nargs="+", type=Path)
@@ -125,7 +154,11 @@ def main() -> None:
                     help="issue #55's table for METHOD: hits@10, P@10, NDCG@10 and their lifts on the known and new rows")
     ap.add_argument("--ablation", default=None, metavar="WITH,WITHOUT",
                     help="the paired difference of two rankings per row and degree band (e.g. the text feature's)")
+    ap.add_argument("--leave-out", default=None, help="per entity: recompute the lifts with these rankings left out")
     a = ap.parse_args()
+    if a.leave_out:
+        print(without(a.cells, a.methods.split(","), a.leave_out.split(",")))
+        return
     if a.ablation:
         print(ablation(a.cells, *a.ablation.split(",")))
         return
