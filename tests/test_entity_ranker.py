@@ -64,7 +64,7 @@ def _inputs_for(graph: KG) -> pools.Inputs:
 
 def _window_ranker(kg: KG) -> tuple[EntityRanker, object]:
     split = temporal_split(kg.until(CUTOFF), AB, neg_ratio=5, seed=0)
-    rows = pools.window(split, _inputs_for, ("val", "test"), seed=0)
+    rows = pools.window(split, _inputs_for, seed=0).whole()
     return EntityRanker(rows.names, seed=0).fit(rows.x, rows.y, rows.group), split
 
 
@@ -148,8 +148,9 @@ def test_a_fitted_ranker_reads_back_as_data_and_predicts_the_same(tmp_path):
 
 
 def test_the_pre_cutoff_check_chooses_each_populations_list_on_validation_rows_only():
-    """The check fits on the validation part's window and ranks the test part's entities (both before the
-    cutoff); the page's list per population is the best there, and its sentence says so with the figures."""
+    """The check fits each variant on the validation part's answers and ranks the test part's entities (both
+    before the cutoff): its figures are those of the validation fit, not of the whole window's fit (in-sample
+    there); the page's list per population is the best there, and its sentence says so with the figures."""
     from hygrail.discovery import entities
 
     kg = popular_vs_neighbours()
@@ -160,16 +161,24 @@ def test_the_pre_cutoff_check_chooses_each_populations_list_on_validation_rows_o
                  "stack_without_gnn": lambda inputs: stack.StackBlocks(heads, "without_gnn", inputs.feats, None,
                                                                        None, inputs.space.kg.known)}
     fitted = pools.fit(split, _inputs_for, ["ltr_no_text"], baselines, seed=0)
-    check, choice = fitted.check, fitted.choice
-    assert check["known_entities"] > 50
-    assert choice["known"] == "ltr_no_text" == max(("popularity", "stack_without_gnn", "ltr_no_text"),
-                                                   key=lambda k: check[f"known_{k}_hits_at_10"])
-    note = pools.choice_note(check, "known", "ltr_no_text", {"popularity": "Popularity", "stack_without_gnn": "Stack",
-                                                             "ltr_no_text": "Per-entity ranker"})
-    assert note.startswith(f"Why this list (Per-entity ranker): on {int(check['known_entities']):,} entities known")
-    assert f"{100 * check['known_ltr_no_text_hits_at_10']:.0f}%" in note and "Popularity " in note
-    # the whole window fits the page's ranker; the check's own fits are not it
-    assert set(fitted.rankers) == {"ltr_no_text"} and fitted.rankers["ltr_no_text"].rounds == 100
+    figures, choice = fitted.check, fitted.choice
+    w = pools.window(split, _inputs_for, 0, baselines=baselines)
+    val, whole = w.validation(), w.whole()
+    assert 0 < len(np.unique(val.group)) < len(np.unique(whole.group))
+    by_val = EntityRanker(val.names, 0).fit(val.x, val.y, val.group)
+    in_sample = EntityRanker(whole.names, 0).fit(whole.x, whole.y, whole.group)
+    assert pools.check(w, {"ltr_no_text": by_val})[0] == figures
+    assert pools.check(w, {"ltr_no_text": in_sample})[0]["known_ltr_no_text_hits_at_10"] != \
+        figures["known_ltr_no_text_hits_at_10"]
+    assert figures["known_entities"] == len(w.n_test) > 50
+    assert choice["known"] == max(("popularity", "stack_without_gnn", "ltr_no_text"),
+                                  key=lambda k: (figures[f"known_{k}_hits_at_10"], figures[f"known_{k}_ndcg_at_10"]))
+    labels = {"popularity": "Popularity", "stack_without_gnn": "Stack", "ltr_no_text": "Per-entity ranker"}
+    note = pools.choice_note(figures, "known", choice["known"], labels)
+    assert note.startswith(f"Why this list ({labels[choice['known']]}): on {len(w.n_test):,} entities known")
+    assert f"{100 * figures['known_' + choice['known'] + '_hits_at_10']:.0f}%" in note
+    # the whole window fits the page's ranker
+    np.testing.assert_array_equal(fitted.rankers["ltr_no_text"].predict(whole.x), in_sample.predict(whole.x))
     # each named entity reads its population's list
     space = CandidateSpace(kg.until(CUTOFF), AB)
     known_one = entities.Entity(int(space.src[0]), "A0", "A")

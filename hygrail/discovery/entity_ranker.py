@@ -31,7 +31,7 @@ import numpy as np
 
 from hygrail.kg import DataError
 
-VERSION = "entity-ranker-2"  # bump when a change alters the fitted model: cached fits then miss
+VERSION = "entity-ranker-3"  # bump when a change alters the fitted model: cached fits then miss
 PARAMS = dict(objective="lambdarank", deterministic=True, force_col_wise=True, verbose=-1)  # LightGBM's defaults else
 MIN_GROUPS = 10  # entities with an answer in their pool a fit needs
 

@@ -21,7 +21,7 @@ candidates in the top ``TEXT_K`` of the GNN or of the names' cosine (NaN elsewhe
 missing value as such; scoring every pooled candidate would cost ~20x more at 4-5 ms a pair on one
 thread). The statement reads the two names only, so each pair is scored once whatever graph asks.
 
-The fit window (``window``): the split's held-out transitions (``data.split.held_out_rows``: the relation's
+The fit window (``window``, built in one pass; the check reads the same rows): the split's held-out transitions (``data.split.held_out_rows``: the relation's
 newest pre-cutoff edges, dated after the training graph's date D), grouped by source, each group ranked
 over all its candidates in the graph at D (the feature graph, cold sources' compositions supplied), the
 GNN scoring over that graph (the model trained on the training graph, which never held these edges), and
@@ -51,6 +51,7 @@ from hygrail.kg import KG
 POOL_K = 30
 TEXT_K = 5
 MAX_GROUPS = 2_000
+POPULATIONS = ("known", "cold")
 OUTSIDE = 1e4  # a pooled candidate's score is the ranker's plus this: every pooled one before every other
 # base rankings read from the stack's feature planes (absent ones skipped: knn_via needs compositions, name_cos names)
 PLANES_RANKED = ("paths3", "rel_deg_dst", "knn_src", "knn_dst", "knn_via", "name_cos")
@@ -148,17 +149,59 @@ class RankerBlocks:
 
 @dataclass
 class Rows:
-    """The fit window's rows: features, labels, the entity of each row (contiguous), its population."""
+    """Rows a ranker is fit or checked on: features, labels, the entity of each row (contiguous), its population."""
 
     x: np.ndarray
     y: np.ndarray
     group: np.ndarray
     population: np.ndarray  # per row: "known" | "cold"
     names: list[str]
-    groups_seen: int = 0  # entities whose pools were built (with or without an answer in them)
 
     def select(self, keep: np.ndarray) -> "Rows":
-        return Rows(self.x[keep], self.y[keep], self.group[keep], self.population[keep], self.names, self.groups_seen)
+        return Rows(self.x[keep], self.y[keep], self.group[keep], self.population[keep], self.names)
+
+    def with_answers(self) -> "Rows":
+        """The entities with an answer among their rows (lambdarank learns nothing from the others)."""
+        return self.select(np.isin(self.group, np.unique(self.group[self.y == 1])))
+
+    def without_text(self) -> "Rows":
+        return Rows(self.x[:, :-1], self.y, self.group, self.population, self.names[:-1]) \
+            if self.names[-1] == "text" else self
+
+
+@dataclass
+class Window:
+    """The fit window's pooled rows, built in one pass (``window``): per row its features, entity, population
+    and whether it is an answer of the whole window, of the validation part or of the test part; per entity
+    with test-part answers, how many it has over all its candidates; and per baseline of the check, each such
+    entity's (hits@10, NDCG@10) over all its candidates (``baseline``)."""
+
+    x: np.ndarray
+    group: np.ndarray
+    population: np.ndarray
+    y_all: np.ndarray
+    y_val: np.ndarray
+    y_test: np.ndarray
+    names: list[str]
+    n_test: dict
+    baseline: dict
+
+    def rows(self, y: np.ndarray, keep: np.ndarray | None = None) -> Rows:
+        out = Rows(self.x, y.astype(np.int8), self.group, self.population, self.names)
+        return out if keep is None else out.select(keep)
+
+    def whole(self) -> Rows:
+        """Every held-out answer a label: what the page's ranker is fit on."""
+        return self.rows(self.y_all).with_answers()
+
+    def validation(self) -> Rows:
+        """The validation part's answers the labels; a test-part answer is a true link, not a negative."""
+        return self.rows(self.y_val, ~(self.y_test & ~self.y_val)).with_answers()
+
+    def test(self) -> Rows:
+        """The check's rows: the test part's answers the labels; a validation answer is known, not ranked."""
+        keep = np.isin(self.group, np.fromiter(self.n_test, dtype=np.int64, count=len(self.n_test))) & ~self.y_val
+        return self.rows(self.y_test, keep)
 
 
 def held_out_positives(split) -> pl.DataFrame:
@@ -167,24 +210,31 @@ def held_out_positives(split) -> pl.DataFrame:
                       for p in ("val", "test")])
 
 
-def window(split, inputs_for: Callable[[KG], Inputs], parts: Sequence[str] = ("val", "test"), seed: int = 0,
-           max_groups: int = MAX_GROUPS, block_pairs: int = 1 << 18, text: bool = False) -> Rows:
-    """The fit window's rows (module docstring) from the held-out parts ``parts``; ``inputs_for(graph)``:
-    the base rankings over the feature graph (the GNN passing messages over it)."""
+IDEAL = np.cumsum(1.0 / np.log2(np.arange(10) + 2.0))  # NDCG@10's best DCG for 1..10 answers
+
+
+def window(split, inputs_for: Callable[[KG], Inputs], seed: int = 0, max_groups: int = MAX_GROUPS,
+           block_pairs: int = 1 << 18, text: bool = False, baselines: dict | None = None) -> Window:
+    """The fit window (module docstring) in one pass over its entities: their pools and features from the feature
+    graph (``inputs_for(graph)``: the base rankings there, the GNN passing messages over it), each row's answers
+    of either held-out part, and the check's ``baselines`` (key -> a function of ``Inputs`` giving a block scorer,
+    or None) ranked over every candidate of the entities with test-part answers, validation answers set aside."""
     rows, graphs = held_out_rows(split)
-    if len({id(graphs[p]) for p in parts}) != 1:
-        raise ValueError(f"the per-entity ranker reads its window from one feature graph; parts {list(parts)} have "
-                         f"{len({id(graphs[p]) for p in parts})} (split.graph_cut=time?)")
-    graph = graphs[parts[0]]
-    labels = rows.filter((pl.col("label") == 1) & pl.col("part").is_in(list(parts)))
+    if graphs["val"] is not graphs["test"]:
+        raise ValueError("the per-entity ranker reads its window from one feature graph; the split's validation and "
+                         "test parts have two (split.graph_cut=time?)")
+    graph = graphs["val"]
     n = graph.num_nodes
-    label_keys = np.unique(labels["src"].to_numpy() * n + labels["dst"].to_numpy())
+    labels = rows.filter(pl.col("label") == 1)
+    keys_of = lambda df: np.unique(df["src"].to_numpy() * n + df["dst"].to_numpy())  # noqa: E731
+    all_keys, val_keys = keys_of(labels), keys_of(labels.filter(pl.col("part") == "val"))
+    test_keys = keys_of(labels.filter(pl.col("part") == "test"))
     every = held_out_positives(split)
-    masked = np.setdiff1d(every["src"].to_numpy() * n + every["dst"].to_numpy(), label_keys)  # true, not labels
+    masked = np.setdiff1d(every["src"].to_numpy() * n + every["dst"].to_numpy(), all_keys)  # true, dated by D: no label
     sources = labels.unique("src", maintain_order=True).sort("src")
     rng = np.random.default_rng(seed)
     keep = []
-    for pop in ("known", "cold"):
+    for pop in POPULATIONS:
         s = sources.filter(pl.col("population") == pop)["src"].to_numpy()
         keep.append(np.sort(rng.choice(s, max_groups, replace=False)) if len(s) > max_groups else s)
     chosen = np.sort(np.concatenate(keep))
@@ -193,32 +243,45 @@ def window(split, inputs_for: Callable[[KG], Inputs], parts: Sequence[str] = ("v
         raise ValueError("window(text=True) needs inputs with a text model")
     if not text:
         inputs = Inputs(inputs.space, inputs.feats, inputs.gnn)
+    scorers = {k: made for k, make in (baselines or {}).items() if (made := make(inputs)) is not None}
     space = inputs.space
     size = space.block_size(block_pairs)
-    xs, ys, gs = [], [], []
+    parts = {k: [] for k in ("x", "g", "all", "val", "test")}
+    n_test, base = {}, {k: {} for k in scorers}
     for lo in tqdm(range(0, len(chosen), size), desc=f"per-entity ranker: pool {len(chosen):,} entities", unit="block",
                    leave=False):
         src = chosen[lo : lo + size]
-        valid = space.block(src).valid.copy()
         keys = src[:, None] * n + space.dst[None, :]
-        valid &= ~np.isin(keys, masked)
-        i, j, x, _ = block_rows(inputs, Block(src, valid))
-        y = np.isin(keys[i, j], label_keys).astype(np.int8)
-        xs.append(x)
-        ys.append(y)
-        gs.append(src[i])
-    x, y, g = np.vstack(xs), np.concatenate(ys), np.concatenate(gs)
+        valid = space.block(src).valid & ~np.isin(keys, masked)
+        block = Block(src, valid)
+        i, j, x, logits = block_rows(inputs, block)
+        for k, v in (("x", x), ("g", src[i]), ("all", np.isin(keys[i, j], all_keys)), ("val", np.isin(keys[i, j], val_keys)),
+                     ("test", np.isin(keys[i, j], test_keys))):
+            parts[k].append(v)
+        # the check's baselines over every candidate of the entities with test answers, validation answers aside
+        is_test = np.isin(keys, test_keys) & valid
+        checked = is_test.any(axis=1)
+        if checked.any():
+            rows_c, valid_c = np.flatnonzero(checked), valid & ~np.isin(keys, val_keys)
+            for r in rows_c:
+                n_test[int(src[r])] = int(is_test[r].sum())
+            for k, scorer in scorers.items():
+                s = logits if scorer is inputs.gnn else np.asarray(scorer(block), dtype=np.float64)
+                rank = _row_ranks(s[rows_c], valid_c[rows_c])
+                top = is_test[rows_c] & (rank < 10)
+                gain = np.where(top, 1.0 / np.log2(rank + 2.0), 0.0).sum(axis=1)
+                for r, hit, g in zip(rows_c, top.any(axis=1), gain):
+                    base[k][int(src[r])] = (float(hit), float(g / IDEAL[min(n_test[int(src[r])], 10) - 1]))
+    g = np.concatenate(parts["g"])
     order = np.argsort(g, kind="stable")
-    x, y, g = x[order], y[order], g[order]
-    has = np.isin(g, np.unique(g[y == 1]))
-    pop = np.where(graph.known[g], "known", "cold")
-    return Rows(x, y, g, pop, columns(inputs.feats, text), len(chosen)).select(has)
+    take = lambda k: np.concatenate(parts[k])[order]  # noqa: E731
+    return Window(np.vstack(parts["x"])[order], g[order], np.where(graph.known[g[order]], "known", "cold"), take("all"),
+                  take("val"), take("test"), columns(inputs.feats, text), n_test, base)
 
 
 # -- fit, check, choice ----------------------------------------------------------------------------------
 VARIANTS = {"ltr": "Per-entity ranker (text)", "ltr_no_text": "Per-entity ranker"}  # key -> its row label
 WITH_TEXT = ("ltr",)  # ranked on the rows within the horizon only: its text costs ~4-5 ms a pair (entity_retro.evaluate)
-POPULATIONS = ("known", "cold")
 
 
 @dataclass
@@ -238,63 +301,35 @@ class Fitted:
         return out | {"ltr_fit_seconds": self.seconds}
 
 
-def _hits(inputs: Inputs, scorers: dict, src: np.ndarray, dst: np.ndarray, masked: np.ndarray, block_pairs: int
-          ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per scorer, each source's (hits@10, NDCG@10) ranking all its candidates (less ``masked`` keys) with
-    answers (src[i], dst[i]); ties by column (the check compares lists, it reports no figure of the tables)."""
-    space, n = inputs.space, inputs.space.kg.num_nodes
-    sources = np.unique(src)
-    answer = np.unique(src * n + dst)
-    size = space.block_size(block_pairs)
-    out = {name: ([], []) for name in scorers}
-    ideal = np.cumsum(1.0 / np.log2(np.arange(10) + 2.0))
-    for lo in range(0, len(sources), size):
-        s = sources[lo : lo + size]
-        keys = s[:, None] * n + space.dst[None, :]
-        valid = space.block(s).valid & ~np.isin(keys, masked)
-        block, is_answer = Block(s, valid), np.isin(keys, answer) & valid
-        for name, scorer in scorers.items():
-            rank = _row_ranks(np.asarray(scorer(block), dtype=np.float64), valid)
-            top = is_answer & (rank < 10)
-            gain = np.where(top, 1.0 / np.log2(rank + 2.0), 0.0).sum(axis=1)
-            out[name][0].append(top.any(axis=1).astype(np.float64))
-            out[name][1].append(gain / ideal[np.minimum(is_answer.sum(axis=1), 10) - 1])
-    return {name: (np.concatenate(h), np.concatenate(g)) for name, (h, g) in out.items()}
-
-
-def check_and_choose(split, inputs_for: Callable[[KG], Inputs], rankers: dict, baselines: dict, seed: int,
-                     block_pairs: int) -> tuple[dict, dict]:
-    """The pre-cutoff check (validation rows only): the test part's entities (at most ``MAX_GROUPS`` a
-    population) ranked by each list fit on the validation part (``rankers``: key -> ranker fit on the
-    validation window; ``baselines``: key -> a function of the feature graph's ``Inputs`` giving a block
-    scorer, e.g. the GNN, the stack's validation-fit heads), hits@10 and NDCG@10 per population; each
-    population reads the list with the best hits@10 (NDCG@10 breaks a tie). Returns (figures, choice)."""
-    rows, graphs = held_out_rows(split)
-    graph = graphs["test"]
-    inputs = inputs_for(graph)
-    labels = rows.filter((pl.col("label") == 1) & (pl.col("part") == "test"))
-    n = graph.num_nodes
-    every = held_out_positives(split)
-    masked = np.setdiff1d(every["src"].to_numpy() * n + every["dst"].to_numpy(),
-                          labels["src"].to_numpy() * n + labels["dst"].to_numpy())
-    rng = np.random.default_rng(seed)
+def check(w: Window, rankers: dict) -> tuple[dict, dict]:
+    """The pre-cutoff check (validation rows only): the test part's entities of the window ranked by each variant
+    fit on the validation part (``rankers``) within their pools, and by the baselines over all their candidates
+    (``Window.baseline``), hits@10 and NDCG@10 per population; each population reads the list with the best
+    hits@10 (NDCG@10 breaks a tie). A pool holds each base ranking's top 30, so a ranker's first 10 are its
+    pool's first 10. Returns (figures, choice)."""
+    t = w.test()
+    got: dict[str, dict[int, tuple[float, float]]] = {k: dict(v) for k, v in w.baseline.items()}
+    for k, r in rankers.items():
+        rows = t if "text" in r.names else t.without_text()
+        score = r.predict(rows.x)
+        got[k] = {}
+        for grp in np.unique(rows.group):
+            at = np.flatnonzero(rows.group == grp)
+            order = at[np.argsort(-score[at], kind="stable")][:10]
+            gain = (rows.y[order] / np.log2(np.arange(len(order)) + 2.0)).sum()
+            got[k][int(grp)] = (float(rows.y[order].any()), float(gain / IDEAL[min(w.n_test[int(grp)], 10) - 1]))
+    population = dict(zip(t.group.tolist(), t.population.tolist()))
     figures, choice = {}, {}
     for pop in POPULATIONS:
-        part = labels.filter(pl.col("population") == pop)
-        sources = np.unique(part["src"].to_numpy())
-        if not len(sources):
+        groups = [g for g in w.n_test if population.get(g) == pop]
+        if not groups:
             continue
-        if len(sources) > MAX_GROUPS:
-            sources = np.sort(rng.choice(sources, MAX_GROUPS, replace=False))
-        part = part.filter(pl.col("src").is_in(sources))
-        scorers = {k: made for k, make in baselines.items() if (made := make(inputs)) is not None}
-        scorers |= {k: RankerBlocks(r, inputs if "text" in r.names else Inputs(inputs.space, inputs.feats, inputs.gnn))
-                    for k, r in rankers.items()}
-        got = _hits(inputs, scorers, part["src"].to_numpy(), part["dst"].to_numpy(), masked, block_pairs)
-        figures[f"{pop}_entities"] = float(len(sources))
-        for name, (hits, ndcg) in got.items():
-            figures[f"{pop}_{name}_hits_at_10"], figures[f"{pop}_{name}_ndcg_at_10"] = float(hits.mean()), float(ndcg.mean())
-        choice[pop] = max(got, key=lambda k: (got[k][0].mean(), got[k][1].mean()))
+        figures[f"{pop}_entities"] = float(len(groups))
+        means = {k: (np.mean([v.get(g, (0.0, 0.0))[0] for g in groups]), np.mean([v.get(g, (0.0, 0.0))[1] for g in groups]))
+                 for k, v in got.items()}
+        for k, (hits, ndcg) in means.items():
+            figures[f"{pop}_{k}_hits_at_10"], figures[f"{pop}_{k}_ndcg_at_10"] = float(hits), float(ndcg)
+        choice[pop] = max(means, key=lambda k: means[k])
     return figures, choice
 
 
@@ -318,34 +353,32 @@ def choice_note(check: dict, population: str, chosen: str, labels: dict) -> str:
 def fit(split, inputs_for: Callable[[KG], Inputs], variants: Sequence[str], baselines: dict, seed: int = 0,
         threads: int = 1, block_pairs: int = 1 << 18) -> Fitted:
     """Each variant (``VARIANTS``: with the text feature or without) fit on the whole window (both held-out
-    parts), and the pre-cutoff check (``check_and_choose``: the same variants fit on the validation part's
-    window, scored on the test part's entities beside ``baselines``) with the list each population reads;
-    with fewer than ``MIN_GROUPS`` validation entities there is no check, and each population reads the
-    stack's list (else the GNN's)."""
+    parts), and the pre-cutoff check (``check``: the same variants fit on the validation part's answers rank the
+    test part's entities, beside ``baselines``) with the list each population reads; with fewer than
+    ``MIN_GROUPS`` validation entities there is no check, and each population reads the stack's list (else the
+    GNN's). One pass builds every row (``window``); a check that built its own rows cost twice the window again
+    (HPO 2015: the fit took 1,011 s, the window 5.5 min of it at load ~3)."""
+    import time
+
     from hygrail.discovery.entity_ranker import MIN_GROUPS, EntityRanker
 
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
         raise ValueError(f"per-entity ranker variants {list(variants)}: expected some of {list(VARIANTS)}")
-    import time
-
     t0 = time.perf_counter()
-    text = "ltr" in variants
+    w = window(split, inputs_for, seed, block_pairs=block_pairs, text="ltr" in variants, baselines=baselines)
 
     def fitted(rows: Rows) -> dict:
-        out = {}
-        for v in variants:
-            r = rows if v == "ltr" or not text else Rows(rows.x[:, :-1], rows.y, rows.group, rows.population,
-                                                         rows.names[:-1], rows.groups_seen)
-            out[v] = EntityRanker(r.names, seed, threads).fit(r.x, r.y, r.group)
-        return out
+        return {v: EntityRanker((r := rows if v == "ltr" else rows.without_text()).names, seed, threads
+                                ).fit(r.x, r.y, r.group) for v in variants}
 
-    rankers = fitted(window(split, inputs_for, ("val", "test"), seed, block_pairs=block_pairs, text=text))
-    val = window(split, inputs_for, ("val",), seed, block_pairs=block_pairs, text=text)
-    if len(np.unique(val.group)) >= MIN_GROUPS:
-        figures, choice = check_and_choose(split, inputs_for, fitted(val), baselines, seed, block_pairs)
+    rankers = fitted(w.whole())
+    val = w.validation()
+    n_val = len(np.unique(val.group))
+    if n_val >= MIN_GROUPS:
+        figures, choice = check(w, fitted(val))
     else:  # too few validation entities to fit a check: the stack's list (the tables' lead before this ranker)
-        figures = {"val_entities": float(len(np.unique(val.group)))}
+        figures = {"val_entities": float(n_val)}
         choice = {pop: "stack_with_gnn" if "stack_with_gnn" in baselines else "gnn" for pop in POPULATIONS}
     return Fitted(rankers, figures, choice, time.perf_counter() - t0)
 
