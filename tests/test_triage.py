@@ -68,6 +68,19 @@ def test_hetero_graph_has_both_directions(tiny_kg):
     assert g["C", "rev_A-C", "A"].edge_index.tolist() == fwd.edge_index.flip(0).tolist()
 
 
+def test_a_graph_lacking_an_edge_type_keeps_the_models_relations_in_place(tiny_kg):
+    """A model passing messages over an earlier graph (the per-entity ranker's window) that lacks one of its
+    training graph's edge types: the type is kept, empty, so R-GCN's relation numbers and HeteroConv's keys hold."""
+    ab = np.flatnonzero(tiny_kg.edges["type"].to_numpy() == "A-B")
+    earlier = tiny_kg.without_edges(ab)
+    assert "A-B" not in earlier.edge_types
+    full, kept = hetero_graph(tiny_kg), hetero_graph(earlier, edge_types=tiny_kg.edge_types)
+    assert kept.edge_types == full.edge_types  # same relations, same order
+    assert kept["A", "A-B", "B"].edge_index.shape == (2, 0) and kept["B", "rev_A-B", "A"].edge_index.shape == (2, 0)
+    assert kept["A", "A-C", "C"].edge_index.tolist() == full["A", "A-C", "C"].edge_index.tolist()
+    assert hetero_graph(earlier).edge_types != full.edge_types  # what the model would have been handed before
+
+
 def test_same_type_edges_are_one_relation_with_both_directions():
     schema = Schema(("A",), {})
     kg = KG(schema, pl.DataFrame({"name": ["x", "y"], "type": ["A", "A"]}),

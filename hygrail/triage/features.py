@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 import weakref
 
 import numpy as np
@@ -23,6 +24,8 @@ import torch
 from torch_geometric.data import HeteroData
 
 from hygrail.kg import KG
+
+log = logging.getLogger(__name__)
 
 N_PAIR_FEATURES = 6
 
@@ -53,7 +56,7 @@ def local_index(kg: KG) -> np.ndarray:
     return out
 
 
-def hetero_graph(kg: KG, x: np.ndarray | None = None) -> HeteroData:
+def hetero_graph(kg: KG, x: np.ndarray | None = None, edge_types: tuple[str, ...] | None = None) -> HeteroData:
     """Message-passing graph for HeteroConv / HGT.
 
     Edge type "A-B" becomes (A, "A-B", B) and (B, "rev_A-B", A); a same-type edge type "A-A" is one
@@ -62,12 +65,19 @@ def hetero_graph(kg: KG, x: np.ndarray | None = None) -> HeteroData:
     positions and ``data[t].node_id`` back. Node types without any edge are left out. ``x``: an
     optional (N, F) node-input matrix over KG node ids, stored per type as ``data[t].x``. An edge of a
     supplied node (``KG.describe``: a new material's composition) carries messages into it only.
+    ``edge_types``: the edge types a trained model has weights for (its training graph's), in that order, an
+    absent one kept empty; default ``kg``'s own. A graph read at an earlier date may lack a type, and R-GCN
+    numbers its relations by position, HeteroConv keys its convolutions by type.
     """
     data = HeteroData()
     types = kg.schema.node_types
     local = local_index(kg)
     # A node type without edges gets no messages (HeteroConv drops it, HGTConv fails on it).
-    with_edges = {t for etype in kg.edge_types for t in etype.partition("-")[::2]}
+    etypes = kg.edge_types if edge_types is None else tuple(edge_types)
+    if unknown := sorted(set(kg.edge_types) - set(etypes)):
+        log.warning("edge types %s are not among the model's %s: it has no weights for them, they pass no messages",
+                    unknown, list(etypes))
+    with_edges = {t for etype in etypes for t in etype.partition("-")[::2]}
     for t in types:
         if t in with_edges:
             ids = kg.nodes_of_type(t)
@@ -79,9 +89,10 @@ def hetero_graph(kg: KG, x: np.ndarray | None = None) -> HeteroData:
     w = edge_weights(kg).astype(np.float32)
     supplied = np.zeros(kg.num_nodes, dtype=bool)
     supplied[kg.supplied] = True
-    for k, etype in enumerate(kg.edge_types):
+    ids = {etype: k for k, etype in enumerate(kg.edge_types)}
+    for etype in etypes:
         a, _, b = etype.partition("-")
-        sel = kg.edge_type_ids == k
+        sel = kg.edge_type_ids == ids.get(etype, -1)
         # Orient each edge so that its source has type a (u < v says nothing about types).
         u_is_a = kg.node_types[u[sel]] == types.index(a)
         src = np.where(u_is_a, u[sel], v[sel])

@@ -265,7 +265,7 @@ def load_scorer(split: Split, backbone_cfg: Mapping, seed: int, cache_dir: Path,
     cfg = plain_config(backbone_cfg)
     _, ckpt = _cached(split, cfg, seed, Path(cache_dir), checkpoint=True)
     graph_kg = split.train_graph if graph is None else graph
-    backbone, hetero = build_backbone(graph_kg, split.relation, cfg)
+    backbone, hetero = build_backbone(graph_kg, split.relation, cfg, split.train_graph.edge_types)
     module = TriageModule(backbone, hetero, (split.relation.src, split.relation.dst))
     module.on_load_checkpoint(ckpt)  # as Lightning's load_from_checkpoint, from the file read (and checked) once
     module.load_state_dict(ckpt["state_dict"])
@@ -526,14 +526,15 @@ class EpochSave(Checkpoint):
         self.last = time.perf_counter()
 
 
-def build_backbone(graph_kg: KG, relation, cfg: Mapping):
+def build_backbone(graph_kg: KG, relation, cfg: Mapping, edge_types: tuple[str, ...] | None = None):
     """(backbone nn.Module, HeteroData message-passing graph) for a backbone config; the plus
-    backbones' graph carries their node inputs (computed here, once per graph)."""
+    backbones' graph carries their node inputs (computed here, once per graph). ``edge_types``: a trained
+    model's (``hetero_graph``), when it passes messages over another graph than it was trained on."""
     name = cfg.get("name")
     if name not in BACKBONES:
         raise DataError(f"backbone.name={name!r}; expected one of {sorted(BACKBONES)}")
     kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items() if k not in TRAIN_KEYS}
-    graph = message_graph(graph_kg, cfg)
+    graph = message_graph(graph_kg, cfg, edge_types)
     if name.endswith("_plus"):
         names = name_embeddings(graph_kg, cfg.get("names"))  # encoded once per process: a lookup here
         kwargs |= {"n_pair": len(link_feature_names(graph_kg)), "name_dim": 0 if names is None else names.shape[1],
@@ -544,11 +545,11 @@ def build_backbone(graph_kg: KG, relation, cfg: Mapping):
         raise DataError(f"backbone={name}: bad model option ({e})") from None
 
 
-def message_graph(graph_kg: KG, cfg: Mapping):
+def message_graph(graph_kg: KG, cfg: Mapping, edge_types: tuple[str, ...] | None = None):
     """The HeteroData a backbone passes messages on: the plus backbones' carries their node inputs."""
     if str(cfg.get("name", "")).endswith("_plus"):
-        return hetero_graph(graph_kg, node_inputs(graph_kg, name_embeddings(graph_kg, cfg.get("names"))))
-    return hetero_graph(graph_kg)
+        return hetero_graph(graph_kg, node_inputs(graph_kg, name_embeddings(graph_kg, cfg.get("names"))), edge_types)
+    return hetero_graph(graph_kg, edge_types=edge_types)
 
 
 def name_embeddings(kg: KG, model: str | None) -> np.ndarray | None:
@@ -603,7 +604,7 @@ def build_module(split: Split, cfg: Mapping) -> tuple[TriageModule, dict[str, di
         score_chunk=plan,
     )
     if split.test_graph is not None:  # split.graph_cut=time: test is scored on the graph before the test start
-        module.test_graph = message_graph(split.test_graph, cfg)
+        module.test_graph = message_graph(split.test_graph, cfg, split.train_graph.edge_types)
     return module, batches, train_data
 
 
