@@ -246,11 +246,11 @@ def _cfg(tmp_path, folder, *overrides):
             f"paths.outputs={tmp_path}", f"discover.trust_table={tmp_path / 'trust.csv'}", *overrides])
 
 
-def ask(tmp_path, folder, names):
+def ask(tmp_path, folder, names, *overrides):
     from hygrail.discovery.run import main
 
     (tmp_path / "trust.csv").write_text(TRUST)
-    cfg = _cfg(tmp_path, folder)
+    cfg = _cfg(tmp_path, folder, *overrides)
     cfg.discover.entities = names
     main(cfg)
     from hygrail.discovery.run import default_out
@@ -317,6 +317,29 @@ def test_without_a_trust_table_the_page_says_so(tmp_path, hpo_folder):
     assert f"No back-test figure for this list (GNN, known diseases) yet: {tmp_path / 'trust.csv'}: that file does " \
            f"not exist." in page
     assert "For 41%" in (out / "index.html").read_text()
+
+
+def test_the_per_entity_ranker_chooses_the_list_and_the_page_names_it(tmp_path, hpo_folder):
+    """``make discover``'s default (conf/experiment/discover_hpo.yaml): the list each population reads is the one
+    the pre-cutoff check chose, and the page says which and why, beside that list's back-test figure."""
+    out = ask(tmp_path, hpo_folder, ["Marfan syndrome"], "discover.entity_ranker=ltr", "discover.ltr=[ltr_no_text]")
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["ltr_ltr_no_text_rounds"] > 0 and "ltr_fit_seconds" in metrics
+    page = html.unescape((out / "index.html").read_text())
+    why = re.search(r"Why this list \((.*?)\): on (\d+) entities known in the split's last years, before the cutoff, "
+                    r"its first 10 held an answer for (\d+)% of them \((.*?)\)\.", page)
+    assert why, "the page says why it shows its list"
+    label = why.group(1)
+    # the list with the best hits@10 on the check's entities (validation rows only), as metrics.json records them
+    figures = {k: metrics[f"ltr_check_known_{k}_hits_at_10"] for k in ("gnn", "stack_with_gnn", "ltr_no_text")}
+    best = max(figures, key=figures.get)
+    assert label == {"gnn": "GNN", "stack_with_gnn": "Stack (trees + GNN)", "ltr_no_text": "Per-entity ranker"}[best]
+    assert int(why.group(2)) == metrics["ltr_check_known_entities"]
+    assert int(why.group(3)) == round(100 * figures[best])
+    # the trust figure is that list's own: the table's row for it, or a sentence saying there is none
+    assert (f"No back-test figure for this list ({label}, known diseases)" in page) or "For 4" in page
+    # the same list ordered lists.csv
+    assert pl.read_csv(out / "lists.csv").height == 6 * 2  # Marfan's OMIM and ORPHA twins
 
 
 def test_a_suggestion_that_contradicts_the_record_is_flagged_on_the_page(hpo):
