@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 from hydra import compose, initialize_config_dir
 

@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 import pytest
 from omegaconf import OmegaConf
 

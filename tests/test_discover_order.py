@@ -190,7 +190,7 @@ def test_reviewed_order_demotes_the_rejected_head_with_its_reason(both_orders):
     assert rest["rank"].to_list() == list(range(6, 30)) and rest["gnn_rank"].to_list() == list(range(7, 31))
     page = (folder / "index.html").read_text()
     card = page.split(f"id='card-{table.height}'>")[1].split("<div class='card'")[0]
-    assert f"(GNN rank 1)" in card and "LLM rejected: review no (confidence 0.10)" in card
+    assert "(GNN rank 1)" in card and "LLM rejected: review no (confidence 0.10)" in card
     assert "The cited uses do not carry over." in card
     m = result.metrics
     assert (m["discover_listed_demoted"], m["discover_listed_reordered"], m["discover_listed_first_differs_at"]) == (1, 0, 1)

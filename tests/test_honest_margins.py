@@ -12,7 +12,7 @@ from hygrail.baselines import coldstart
 from hygrail.data.split import feature_graph, graph_date, held_out_rows, temporal_split
 from hygrail.discovery.retro import Future, margins
 from hygrail.discovery.space import Block, CandidateSpace
-from hygrail.kg import KG, NO_YEAR
+from hygrail.kg import KG
 
 
 def _bursty(schema, n_chm=83, n_apl=30, seed=0):

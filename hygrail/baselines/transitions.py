@@ -110,7 +110,7 @@ from sklearn.metrics import roc_auc_score
 from hygrail.baselines.structural import CHUNK, fit_on_validation, relation_adjacency
 from hygrail.data.split import NEG_PER_POS, Split, graph_date, known_nodes
 from hygrail.descriptors import COMPATIBILITY, compatible_sets
-from hygrail.kg import KG, NO_YEAR, DataError, Relation
+from hygrail.kg import KG, DataError, Relation
 from hygrail.thresholds import decision_threshold
 
 LABEL = "Trees on transitions"  # its row in the triage and discovery tables (Science4Cast's learned baseline)

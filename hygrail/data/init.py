@@ -225,7 +225,7 @@ def relation_yaml(rel: str, name: str, etype: str, src: str, dst: str) -> str:
 
     header = [
         f"# {etype} hypotheses of data={name} (written by python -m hygrail.data.init). Paper App. D.2 Table 9's",
-        f"# structure with generic wording: reword the hypothesis and the feature and path sentences for what a",
+        "# structure with generic wording: reword the hypothesis and the feature and path sentences for what a",
         f"# {src}-{dst} link means. Placeholders as in the package's conf/relation/chm_apl.yaml.",
         f"name: {rel}",
         "templates:",
