@@ -181,6 +181,9 @@ def test_the_back_test_row_and_sentence(tmp_path):
         "For 47% of diseases like this one (known at the 2018 cutoff, 5-19 clinical features recorded; 1,234 "
         "diseases), one of the first 10 of this list was recorded within 3 years (0.8 of the 10 on average).")
     assert backtest.pick(table, "hpo_dis_phe", stack, 150).band == "100+"
+    few = table.with_columns(
+        pl.when(pl.col("band") == "100+").then(29).otherwise(pl.col("entities")).alias("entities"))
+    assert backtest.pick(few, "hpo_dis_phe", stack, 150).band == "all"  # 29 diseases: too few for a band's share
     assert backtest.pick(table, "hpo_dis_phe", stack, 2).band == "all"  # no 1-4 row: the row of all known ones
     new = backtest.pick(table, "hpo_dis_phe", stack, 0)
     assert (new.population, new.hit_rate) == ("new", 0.61)

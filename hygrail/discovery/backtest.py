@@ -16,7 +16,7 @@ the columns ``COLUMNS``:
 
 A listed entity's row (``pick``): its relation, its list, its population and degree band at the page's
 date (a page without a cutoff reads the whole graph: known iff something is recorded for it), the
-band holding its degree (else the row of ``all``), then the latest cutoff holding such a row, and there
+band holding its degree if it averages at least ``MIN_ENTITIES`` entities (else the row of ``all``), then the latest cutoff holding such a row, and there
 the horizon ``HORIZON`` and list size ``K`` (else the longest horizon and the largest k). No table, or no
 such row: the page says plainly that there is no back-test figure for that list yet (``missing``).
 """
@@ -36,6 +36,9 @@ COLUMNS = ("relation", "cutoff", "horizon", "list", "population", "band", "k", "
 POPULATIONS = ("known", "new")
 HORIZON = 3  # the retrospective's headline horizon (conf/discover/default.yaml: horizons)
 K = 10  # "one of these 10": the list size the retrospective's per-entity lifts compare at
+# a band's share of fewer entities moves by 0.09 or more (binomial SE at 0.5); such a band reads its population's
+# row of all entities instead (HPO's 100+ band holds 2 diseases at every cutoff: experiments/trust/hpo_dis_phe.csv)
+MIN_ENTITIES = 30
 _BAND = re.compile(r"^(\d+)(?:-(\d+)|(\+))$")
 
 
@@ -93,7 +96,8 @@ def pick(table: pl.DataFrame | None, relation: str, label: str, degree: int) -> 
     population = "known" if degree > 0 else "new"
     rows = table.filter((pl.col("relation") == relation) & (pl.col("list") == label)
                         & (pl.col("population") == population))
-    mine = rows.filter(pl.col("band").map_elements(lambda b: b != "all" and in_band(b, degree), pl.Boolean))
+    mine = rows.filter(pl.col("band").map_elements(lambda b: b != "all" and in_band(b, degree), pl.Boolean)
+                       & (pl.col("entities") >= MIN_ENTITIES))
     rows = mine if mine.height else rows.filter(pl.col("band") == "all")
     if not rows.height:
         return None
