@@ -99,6 +99,7 @@ _WRITER = textwrap.dedent(
     from hygrail.review.cache import ReplyCache, request_key
     cache = ReplyCache(sys.argv[1])
     tag, n = sys.argv[2], int(sys.argv[3])
+    print("started", flush=True)
     while not os.path.exists(sys.argv[1] + ".go"):  # start together
         time.sleep(0.001)
     got, t0 = {}, time.time()
@@ -117,7 +118,8 @@ _WRITER = textwrap.dedent(
 def _writers(path, n):
     procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), tag, str(n)], cwd=ROOT, stdout=subprocess.PIPE,
                               text=True) for tag in ("a", "b")]
-    time.sleep(0.5)
+    for p in procs:  # both imported and waiting (a fixed sleep let a slow start under load begin after the other ended)
+        assert p.stdout.readline().strip() == "started"
     Path(f"{path}.go").touch()
     return procs
 
