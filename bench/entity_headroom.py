@@ -14,40 +14,35 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from hygrail.discovery.entity_retro import KNOWN_ROW, NEW_ROW
 
-MEASURES = ("hits@10", "NDCG@10")
-FAMILIES = ("Per-entity ranker", "Stack")  # a ranking's variants, never each other's "best other" (entity_retro.family)
-
-
-def family(label: str) -> str:
-    return next((f for f in FAMILIES if label.startswith(f)), label)
+MEASURES = {"hits@10": "hits_at_10", "NDCG@10": "ndcg_at_10"}  # per-entity column -> the cell's summary column
 
 
 def rows(cell: Path, method: str) -> list[dict]:
+    """The cell's own lift of ``method`` over the best other ranking (``retrospective_entities.csv``, as
+    ``entity_retro.lift`` computed it in the run), and the oracle over every ranking's per-entity values."""
+    summary = pl.read_csv(cell / "retrospective_entities.csv", infer_schema_length=None)
     each = pl.read_csv(cell / "retrospective_per_entity.csv", infer_schema_length=None)
     out = []
     for row in (KNOWN_ROW, NEW_ROW):
         part = each.filter(pl.col("entities known") == row)
-        if not part.height:
+        mine = summary.filter((pl.col("entities known") == row) & (pl.col("method") == method))
+        if not part.height or not mine.height:
             continue
-        for measure in MEASURES:
-            lists = [c.removeprefix(f"{measure} ") for c in part.columns if c.startswith(f"{measure} ")]
-            lists = [x for x in lists if part[f"{measure} {x}"].null_count() == 0]
-            if method not in lists:
+        mine = mine.row(0, named=True)
+        for measure, col in MEASURES.items():
+            lift, se = mine.get(f"lift_{col}"), mine.get(f"lift_{col}_se")
+            if lift is None or se is None:
                 continue
-            others = [x for x in lists if family(x) != family(method)]
-            best = max(others, key=lambda x: part[f"{measure} {x}"].mean())
-            mine, theirs = part[f"{measure} {method}"].to_numpy(), part[f"{measure} {best}"].to_numpy()
-            diff = mine - theirs
-            se = diff.std(ddof=1) / np.sqrt(len(diff))
-            oracle = part.select(pl.max_horizontal([f"{measure} {x}" for x in lists])).to_series().to_numpy()
+            lists = [c for c in part.columns if c.startswith(f"{measure} ") and part[c].null_count() == 0]
+            oracle = part.select(pl.max_horizontal(lists)).to_series().mean()
+            best = mine[col] - lift
             out.append({"cell": cell.name, "row": row, "entities": part.height, "measure": measure,
-                        "value": mine.mean(), "best other": f"{best} ({theirs.mean():.3f})", "lift": diff.mean(),
-                        "se": se, "needed": 2 * se, "oracle headroom": oracle.mean() - theirs.mean()})
+                        "value": mine[col], "best other": f"{mine[f'lift vs best other ({col})']} ({best:.3f})",
+                        "lift": lift, "se": se, "needed": 2 * se, "oracle headroom": oracle - best})
     return out
 
 
